@@ -1,0 +1,169 @@
+//! The envelope every event travels in, and its versioned JSON codec.
+//!
+//! The stored form is a CloudEvents 1.0 structured-mode JSON document: `specversion`, `id`,
+//! `source`, `type`, `subject` (the event id), `time`, `datacontenttype`, `dataschema`, and
+//! extension attributes `sequence` (per event, from 1), `partitionkey` (the event id, see
+//! CloudEvents' partitioning extension), `schemaversion`, `causationid`, `correlationid` and
+//! `idempotencykey`. The payload is in `data`. Decoding dispatches on `type` and
+//! `schemaversion`, so an old version can be upcast when a newer one exists.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use crate::events::*;
+use crate::ids::EventId;
+
+/// The version of the payload schema this code writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One event with its metadata: what the journal stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// Unique id of this record (CloudEvents `id`).
+    pub id: Uuid,
+    pub event_id: EventId,
+    /// Position of this event within its event's stream, from 1 without gaps.
+    pub sequence: u64,
+    pub time: DateTime<Utc>,
+    /// The envelope or request that caused this one.
+    pub causation_id: Option<Uuid>,
+    /// Shared by everything one client request set off.
+    pub correlation_id: Option<Uuid>,
+    /// The client's `Idempotency-Key`, when the command carried one.
+    pub idempotency_key: Option<String>,
+    pub event: Event,
+}
+
+/// Why bytes could not be read as an envelope.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a FrontRow envelope: {0}")]
+    Malformed(#[source] serde_json::Error),
+    #[error("unsupported specversion {0:?}")]
+    SpecVersion(String),
+    #[error("unknown event type {0:?} (schema version {1})")]
+    UnknownType(String, u32),
+    #[error("bad {0} payload: {1}")]
+    Payload(String, #[source] serde_json::Error),
+}
+
+#[derive(Serialize)]
+struct WireOut<'a, T: Serialize> {
+    specversion: &'static str,
+    id: Uuid,
+    source: String,
+    #[serde(rename = "type")]
+    ty: &'static str,
+    subject: EventId,
+    time: DateTime<Utc>,
+    datacontenttype: &'static str,
+    dataschema: String,
+    schemaversion: u32,
+    sequence: u64,
+    partitionkey: EventId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    causationid: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    correlationid: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idempotencykey: Option<&'a str>,
+    data: &'a T,
+}
+
+#[derive(Deserialize)]
+struct WireIn {
+    specversion: String,
+    id: Uuid,
+    #[serde(rename = "type")]
+    ty: String,
+    subject: EventId,
+    time: DateTime<Utc>,
+    schemaversion: u32,
+    sequence: u64,
+    causationid: Option<Uuid>,
+    correlationid: Option<Uuid>,
+    idempotencykey: Option<String>,
+    data: Box<RawValue>,
+}
+
+/// Serialises an envelope to its stored JSON form.
+pub fn encode(env: &Envelope) -> Vec<u8> {
+    fn out<T: Serialize>(env: &Envelope, data: &T) -> Vec<u8> {
+        let wire = WireOut {
+            specversion: "1.0",
+            id: env.id,
+            source: format!("/frontrow/events/{}", env.event_id),
+            ty: env.event.type_name(),
+            subject: env.event_id,
+            time: env.time,
+            datacontenttype: "application/json",
+            dataschema: format!("urn:frontrow:{}:v{SCHEMA_VERSION}", env.event.type_name()),
+            schemaversion: SCHEMA_VERSION,
+            sequence: env.sequence,
+            partitionkey: env.event_id,
+            causationid: env.causation_id,
+            correlationid: env.correlation_id,
+            idempotencykey: env.idempotency_key.as_deref(),
+            data,
+        };
+        // Serialising these plain structs to a Vec cannot fail.
+        serde_json::to_vec(&wire).expect("envelope serialises")
+    }
+    match &env.event {
+        Event::EventScheduled(e) => out(env, e),
+        Event::SeatMapChanged(e) => out(env, e),
+        Event::SeatsReserved(e) => out(env, e),
+        Event::SeatsBooked(e) => out(env, e),
+        Event::SeatsReleased(e) => out(env, e),
+        Event::PaymentRefunded(e) => out(env, e),
+        Event::PaymentFailed(e) => out(env, e),
+    }
+}
+
+/// Reads an envelope of any supported schema version.
+pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
+    let wire: WireIn = serde_json::from_slice(bytes).map_err(DecodeError::Malformed)?;
+    if wire.specversion != "1.0" {
+        return Err(DecodeError::SpecVersion(wire.specversion));
+    }
+    fn payload<'a, T: Deserialize<'a>>(ty: &str, raw: &'a RawValue) -> Result<T, DecodeError> {
+        serde_json::from_str(raw.get()).map_err(|e| DecodeError::Payload(ty.to_owned(), e))
+    }
+    let raw = &*wire.data;
+    let event = match (wire.ty.as_str(), wire.schemaversion) {
+        ("frontrow.event.scheduled", 1) => Event::EventScheduled(payload(&wire.ty, raw)?),
+        ("frontrow.seatmap.changed", 1) => Event::SeatMapChanged(payload(&wire.ty, raw)?),
+        ("frontrow.seats.reserved", 1) => Event::SeatsReserved(payload(&wire.ty, raw)?),
+        ("frontrow.seats.booked", 1) => Event::SeatsBooked(payload(&wire.ty, raw)?),
+        ("frontrow.seats.released", 1) => Event::SeatsReleased(payload(&wire.ty, raw)?),
+        ("frontrow.payment.refunded", 1) => Event::PaymentRefunded(payload(&wire.ty, raw)?),
+        ("frontrow.payment.failed", 1) => Event::PaymentFailed(payload(&wire.ty, raw)?),
+        (ty, v) => return Err(DecodeError::UnknownType(ty.to_owned(), v)),
+    };
+    Ok(Envelope {
+        id: wire.id,
+        event_id: wire.subject,
+        sequence: wire.sequence,
+        time: wire.time,
+        causation_id: wire.causationid,
+        correlation_id: wire.correlationid,
+        idempotency_key: wire.idempotencykey,
+        event,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_is_a_decode_error_not_a_panic() {
+        assert!(matches!(decode(b"{"), Err(DecodeError::Malformed(_))));
+        let unknown = br#"{"specversion":"1.0","id":"0190a4b8-0000-7000-8000-000000000001","type":"frontrow.nope","subject":"0190a4b8-0000-7000-8000-000000000002","time":"2026-01-01T00:00:00Z","schemaversion":1,"sequence":1,"data":{}}"#;
+        assert!(matches!(decode(unknown), Err(DecodeError::UnknownType(..))));
+        let future = String::from_utf8_lossy(unknown).replace("frontrow.nope", "frontrow.seats.released").replace("\"schemaversion\":1", "\"schemaversion\":9");
+        assert!(matches!(decode(future.as_bytes()), Err(DecodeError::UnknownType(_, 9))));
+    }
+}

@@ -1,0 +1,172 @@
+//! The facts of the log, in the past tense.
+//!
+//! These are the current version (v1) of every event's payload. They are stored through the
+//! codec in [`crate::envelope`], which tags them with a type name and a schema version; when a
+//! payload changes shape, the old struct moves to a `v1` module and the codec upcasts it, so
+//! every event ever written stays readable (pinned by `tests/golden/v1`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{CustomerId, EventId, OrganizerId, ReservationId};
+use crate::seatmap::{Currency, HoldMinutes, Money, SeatId, SeatMap};
+
+/// Every fact FrontRow records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    EventScheduled(EventScheduled),
+    SeatMapChanged(SeatMapChanged),
+    SeatsReserved(SeatsReserved),
+    SeatsBooked(SeatsBooked),
+    SeatsReleased(SeatsReleased),
+    PaymentRefunded(PaymentRefunded),
+    PaymentFailed(PaymentFailed),
+}
+
+impl Event {
+    /// The CloudEvents `type` of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::EventScheduled(_) => "frontrow.event.scheduled",
+            Event::SeatMapChanged(_) => "frontrow.seatmap.changed",
+            Event::SeatsReserved(_) => "frontrow.seats.reserved",
+            Event::SeatsBooked(_) => "frontrow.seats.booked",
+            Event::SeatsReleased(_) => "frontrow.seats.released",
+            Event::PaymentRefunded(_) => "frontrow.payment.refunded",
+            Event::PaymentFailed(_) => "frontrow.payment.failed",
+        }
+    }
+
+    /// The provider event id (webhook id) this fact consumed, if any. A webhook is applied at
+    /// most once because its id is in the log forever.
+    pub fn provider_event_id(&self) -> Option<&str> {
+        match self {
+            Event::SeatsBooked(e) => Some(&e.payment.provider_event_id),
+            Event::PaymentRefunded(e) => Some(&e.payment.provider_event_id),
+            Event::PaymentFailed(e) => Some(&e.provider_event_id),
+            _ => None,
+        }
+    }
+}
+
+/// An organizer put an event on sale at `onsale_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventScheduled {
+    pub event_id: EventId,
+    pub organizer: OrganizerId,
+    pub title: String,
+    pub artist: String,
+    pub venue: String,
+    pub city: String,
+    pub starts_at: DateTime<Utc>,
+    pub onsale_at: DateTime<Utc>,
+    pub hold_minutes: HoldMinutes,
+    pub max_seats_per_order: u8,
+    pub currency: Currency,
+    pub seat_map: SeatMap,
+}
+
+/// The organizer replaced the seat map before the onsale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatMapChanged {
+    pub seat_map: SeatMap,
+}
+
+/// A customer holds these seats until `hold_until`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatsReserved {
+    pub reservation_id: ReservationId,
+    pub customer: CustomerId,
+    pub seats: Vec<SeatId>,
+    pub hold_until: DateTime<Utc>,
+    /// What the customer has to pay for these seats.
+    pub amount: Money,
+}
+
+/// A payment the provider reported, identified by its webhook event id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payment {
+    /// The provider's event id (`evt_...`): the webhook's idempotency key.
+    pub provider_event_id: String,
+    /// The provider's payment id (`pi_...`).
+    pub payment_intent: String,
+    pub amount: Money,
+}
+
+/// A payment succeeded and the reservation's seats are sold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatsBooked {
+    pub reservation_id: ReservationId,
+    pub customer: CustomerId,
+    pub seats: Vec<SeatId>,
+    pub payment: Payment,
+    /// The payment arrived after the hold had ended and the seats were still free.
+    pub late: bool,
+}
+
+/// Why seats went back to `AVAILABLE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseReason {
+    /// The hold's deadline passed without a payment.
+    Expired,
+    /// The customer let the seats go.
+    Released,
+    /// The provider reported the payment failed.
+    PaymentFailed,
+    /// A booking was cancelled and refunded.
+    Refunded,
+}
+
+impl ReleaseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Expired => "expired",
+            ReleaseReason::Released => "released",
+            ReleaseReason::PaymentFailed => "payment_failed",
+            ReleaseReason::Refunded => "refunded",
+        }
+    }
+}
+
+/// The seats of one reservation are available again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatsReleased {
+    pub reservation_id: ReservationId,
+    pub seats: Vec<SeatId>,
+    pub reason: ReleaseReason,
+}
+
+/// Why money goes back to a customer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefundReason {
+    /// The payment arrived after the hold ended and someone else had the seats by then.
+    SeatsTaken,
+    /// The reservation was already paid (or already refunded): a second payment.
+    DuplicatePayment,
+    /// The amount paid is not the reservation's amount.
+    AmountMismatch,
+    /// The customer cancelled the booking.
+    BookingCancelled,
+}
+
+/// Money owed back to a customer; the provider is told to refund it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentRefunded {
+    pub reservation_id: ReservationId,
+    pub customer: CustomerId,
+    pub payment: Payment,
+    pub reason: RefundReason,
+}
+
+/// The provider reported that a payment attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentFailed {
+    pub reservation_id: ReservationId,
+    pub provider_event_id: String,
+    pub payment_intent: String,
+    /// The provider's message, if it gave one.
+    pub message: Option<String>,
+}
+

@@ -1,0 +1,25 @@
+//! The contract between FrontRow's sides.
+//!
+//! Everything that crosses a process boundary is defined here and nowhere else: the identifiers
+//! and value types ([`ids`], [`seatmap`]), the facts that make up the log ([`events`]), the
+//! envelope every fact travels in and its versioned wire codec ([`envelope`]), and the
+//! partitioner that decides which journal partition (and so which single writer) owns an event
+//! ([`partition`]). The write side, the projectors and the query side all depend on this crate
+//! and on nothing of each other.
+
+pub mod envelope;
+pub mod events;
+pub mod ids;
+pub mod partition;
+pub mod seatmap;
+
+pub use envelope::{DecodeError, Envelope, decode, encode};
+pub use events::{
+    Event, EventScheduled, Payment, PaymentFailed, PaymentRefunded, RefundReason, ReleaseReason,
+    SeatMapChanged, SeatsBooked, SeatsReleased, SeatsReserved,
+};
+pub use ids::{CustomerId, EventId, InvalidId, OrganizerId, ReservationId};
+pub use seatmap::{
+    Currency, HoldMinutes, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section,
+    SectionCode, TierCode,
+};

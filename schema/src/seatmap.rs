@@ -1,0 +1,534 @@
+//! A venue's seat map and the values attached to it: sections, rows, seats, price tiers, money.
+//!
+//! A seat map is sections of rows; a row has `seats` seats numbered `1..=seats`, all in one
+//! price tier. A seat is named `SECTION-ROW-NUMBER` (`101-C-7`). The map has a derived flat
+//! index ([`SeatLayout`]): seat `i` is the `i`-th seat walking sections, rows and numbers in
+//! order. The write side and the query side both keep seat states in a `Vec` by that index.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::ids::InvalidId;
+
+/// The most seats one row may have.
+pub const MAX_SEATS_PER_ROW: u16 = 500;
+/// The most seats one event may have.
+pub const MAX_SEATS_PER_EVENT: u32 = 200_000;
+
+macro_rules! code {
+    ($(#[$doc:meta])* $name:ident, $kind:literal, $max:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, ToSchema)]
+        #[serde(transparent)]
+        #[schema(value_type = String)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(s: &str) -> Result<Self, InvalidId> {
+                if s.is_empty() || s.len() > $max {
+                    return Err(InvalidId {
+                        kind: $kind,
+                        reason: format!("{s:?} must be 1 to {} characters", $max),
+                    });
+                }
+                if !s.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()) {
+                    return Err(InvalidId {
+                        kind: $kind,
+                        reason: format!("{s:?} may contain only A-Z and 0-9"),
+                    });
+                }
+                Ok(Self(s.to_owned()))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = InvalidId;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+code!(
+    /// A section's short code, e.g. `FLA` or `101`.
+    SectionCode,
+    "section code",
+    8
+);
+code!(
+    /// A row's name within its section, e.g. `C` or `12`.
+    RowName,
+    "row name",
+    4
+);
+code!(
+    /// A price tier's code, e.g. `GOLD`.
+    TierCode,
+    "price tier code",
+    16
+);
+
+/// One seat: `SECTION-ROW-NUMBER`, e.g. `101-C-7`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeatId {
+    pub section: SectionCode,
+    pub row: RowName,
+    pub number: u16,
+}
+
+impl FromStr for SeatId {
+    type Err = InvalidId;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let invalid = || InvalidId {
+            kind: "seat id",
+            reason: format!("{s:?} is not SECTION-ROW-NUMBER (e.g. 101-C-7)"),
+        };
+        let mut parts = s.split('-');
+        let (Some(section), Some(row), Some(number), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(invalid());
+        };
+        let number: u16 = number.parse().map_err(|_| invalid())?;
+        if number == 0 {
+            return Err(invalid());
+        }
+        Ok(Self {
+            section: SectionCode::parse(section).map_err(|_| invalid())?,
+            row: RowName::parse(row).map_err(|_| invalid())?,
+            number,
+        })
+    }
+}
+
+impl fmt::Display for SeatId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}-{}", self.section, self.row, self.number)
+    }
+}
+
+impl Serialize for SeatId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SeatId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl utoipa::PartialSchema for SeatId {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("SECTION-ROW-NUMBER"))
+            .examples([serde_json::json!("101-C-7")])
+            .into()
+    }
+}
+impl utoipa::ToSchema for SeatId {}
+
+/// An ISO 4217 currency code such as `EUR`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ToSchema)]
+#[schema(value_type = String, example = "EUR")]
+pub struct Currency([u8; 3]);
+
+impl Currency {
+    pub fn parse(s: &str) -> Result<Self, InvalidId> {
+        match s.as_bytes() {
+            [a, b, c] if [a, b, c].iter().all(|x| x.is_ascii_uppercase()) => Ok(Self([*a, *b, *c])),
+            _ => Err(InvalidId {
+                kind: "currency",
+                reason: format!("{s:?} is not a three-letter ISO 4217 code such as EUR"),
+            }),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ASCII uppercase letters are ever stored.
+        std::str::from_utf8(&self.0).unwrap_or("XXX")
+    }
+}
+
+impl fmt::Display for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Currency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Currency {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// An amount in the currency's minor unit (cents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Money {
+    /// Minor units, e.g. cents.
+    pub amount: i64,
+    pub currency: Currency,
+}
+
+/// How long a hold lasts, in minutes: organizers pick 5 to 15.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = u8, example = 10)]
+pub struct HoldMinutes(u8);
+
+impl HoldMinutes {
+    pub const MIN: u8 = 5;
+    pub const MAX: u8 = 15;
+    pub const DEFAULT: HoldMinutes = HoldMinutes(10);
+
+    pub fn new(minutes: u8) -> Result<Self, InvalidId> {
+        if (Self::MIN..=Self::MAX).contains(&minutes) {
+            Ok(Self(minutes))
+        } else {
+            Err(InvalidId {
+                kind: "hold duration",
+                reason: format!("{minutes} minutes is outside 5..=15"),
+            })
+        }
+    }
+
+    pub fn minutes(self) -> u8 {
+        self.0
+    }
+
+    pub fn duration(self) -> chrono::Duration {
+        chrono::Duration::minutes(i64::from(self.0))
+    }
+}
+
+impl Default for HoldMinutes {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl<'de> Deserialize<'de> for HoldMinutes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Self::new(u8::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A price tier: every seat in a row of this tier costs `price`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PriceTier {
+    pub code: TierCode,
+    pub name: String,
+    /// Minor units of the event's currency.
+    pub price: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Row {
+    pub name: RowName,
+    /// Seats are numbered `1..=seats`.
+    pub seats: u16,
+    pub tier: TierCode,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Section {
+    pub code: SectionCode,
+    pub name: String,
+    /// Front to back: best-available picks earlier rows first.
+    pub rows: Vec<Row>,
+}
+
+/// The seats of one event and their price tiers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SeatMap {
+    pub tiers: Vec<PriceTier>,
+    pub sections: Vec<Section>,
+}
+
+/// Why a seat map is not acceptable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeatMapError {
+    #[error("the seat map has no sections")]
+    NoSections,
+    #[error("section {0} has no rows")]
+    EmptySection(SectionCode),
+    #[error("section {0} appears twice")]
+    DuplicateSection(SectionCode),
+    #[error("row {1} appears twice in section {0}")]
+    DuplicateRow(SectionCode, RowName),
+    #[error("row {1} in section {0} must have 1 to {MAX_SEATS_PER_ROW} seats")]
+    BadRowSize(SectionCode, RowName),
+    #[error("row {1} in section {0} uses price tier {2}, which is not defined")]
+    UnknownTier(SectionCode, RowName, TierCode),
+    #[error("price tier {0} appears twice")]
+    DuplicateTier(TierCode),
+    #[error("price tier {0} must have a price of at least 0")]
+    NegativePrice(TierCode),
+    #[error("the seat map has {0} seats, more than the {MAX_SEATS_PER_EVENT} allowed")]
+    TooManySeats(u64),
+    #[error("a name must be 1 to 100 characters")]
+    BadName,
+}
+
+impl SeatMap {
+    /// Checks the map's own consistency; a map that passes can be laid out.
+    pub fn validate(&self) -> Result<(), SeatMapError> {
+        let mut tiers = HashSet::new();
+        for tier in &self.tiers {
+            if !tiers.insert(&tier.code) {
+                return Err(SeatMapError::DuplicateTier(tier.code.clone()));
+            }
+            if tier.price < 0 {
+                return Err(SeatMapError::NegativePrice(tier.code.clone()));
+            }
+            if tier.name.is_empty() || tier.name.chars().count() > 100 {
+                return Err(SeatMapError::BadName);
+            }
+        }
+        if self.sections.is_empty() {
+            return Err(SeatMapError::NoSections);
+        }
+        let mut sections = HashSet::new();
+        let mut total: u64 = 0;
+        for section in &self.sections {
+            if !sections.insert(&section.code) {
+                return Err(SeatMapError::DuplicateSection(section.code.clone()));
+            }
+            if section.name.is_empty() || section.name.chars().count() > 100 {
+                return Err(SeatMapError::BadName);
+            }
+            if section.rows.is_empty() {
+                return Err(SeatMapError::EmptySection(section.code.clone()));
+            }
+            let mut rows = HashSet::new();
+            for row in &section.rows {
+                if !rows.insert(&row.name) {
+                    return Err(SeatMapError::DuplicateRow(section.code.clone(), row.name.clone()));
+                }
+                if row.seats == 0 || row.seats > MAX_SEATS_PER_ROW {
+                    return Err(SeatMapError::BadRowSize(section.code.clone(), row.name.clone()));
+                }
+                if !tiers.contains(&row.tier) {
+                    return Err(SeatMapError::UnknownTier(
+                        section.code.clone(),
+                        row.name.clone(),
+                        row.tier.clone(),
+                    ));
+                }
+                total += u64::from(row.seats);
+            }
+        }
+        if total > u64::from(MAX_SEATS_PER_EVENT) {
+            return Err(SeatMapError::TooManySeats(total));
+        }
+        Ok(())
+    }
+
+    pub fn tier_price(&self, code: &TierCode) -> Option<i64> {
+        self.tiers.iter().find(|t| &t.code == code).map(|t| t.price)
+    }
+}
+
+/// Where one row's seats sit in the flat seat index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSpan {
+    pub section: u32,
+    pub row: u32,
+    /// Flat index of seat number 1.
+    pub start: u32,
+    pub seats: u16,
+    /// The row's price in minor units.
+    pub price: i64,
+}
+
+/// The flat index of a (validated) seat map: seat id <-> `u32` and per-row spans.
+#[derive(Debug, Clone)]
+pub struct SeatLayout {
+    rows: Vec<RowSpan>,
+    /// For each section, the range of its rows in `rows`.
+    sections: Vec<std::ops::Range<usize>>,
+    by_row: HashMap<(SectionCode, RowName), usize>,
+    section_by_code: HashMap<SectionCode, usize>,
+    /// For each flat seat index, the index of its row in `rows`.
+    row_of_seat: Vec<u32>,
+    map: SeatMap,
+}
+
+impl SeatLayout {
+    /// Lays out a map; call [`SeatMap::validate`] first (an unknown tier prices at 0 here).
+    pub fn new(map: SeatMap) -> Self {
+        let mut rows = Vec::new();
+        let mut sections = Vec::new();
+        let mut by_row = HashMap::new();
+        let mut section_by_code = HashMap::new();
+        let mut row_of_seat = Vec::new();
+        let mut next: u32 = 0;
+        for (si, section) in map.sections.iter().enumerate() {
+            section_by_code.insert(section.code.clone(), si);
+            let first = rows.len();
+            for (ri, row) in section.rows.iter().enumerate() {
+                by_row.insert((section.code.clone(), row.name.clone()), rows.len());
+                row_of_seat.extend(std::iter::repeat_n(rows.len() as u32, usize::from(row.seats)));
+                rows.push(RowSpan {
+                    section: si as u32,
+                    row: ri as u32,
+                    start: next,
+                    seats: row.seats,
+                    price: map.tier_price(&row.tier).unwrap_or(0),
+                });
+                next += u32::from(row.seats);
+            }
+            sections.push(first..rows.len());
+        }
+        Self { rows, sections, by_row, section_by_code, row_of_seat, map }
+    }
+
+    pub fn map(&self) -> &SeatMap {
+        &self.map
+    }
+
+    /// Number of seats.
+    pub fn len(&self) -> usize {
+        self.row_of_seat.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.row_of_seat.is_empty()
+    }
+
+    pub fn index_of(&self, seat: &SeatId) -> Option<u32> {
+        let row = &self.rows[*self.by_row.get(&(seat.section.clone(), seat.row.clone()))?];
+        (seat.number >= 1 && seat.number <= row.seats).then(|| row.start + u32::from(seat.number) - 1)
+    }
+
+    pub fn seat_at(&self, index: u32) -> SeatId {
+        let span = self.rows[self.row_of_seat[index as usize] as usize];
+        let section = &self.map.sections[span.section as usize];
+        SeatId {
+            section: section.code.clone(),
+            row: section.rows[span.row as usize].name.clone(),
+            number: (index - span.start + 1) as u16,
+        }
+    }
+
+    /// The row a seat index belongs to.
+    pub fn row_of(&self, index: u32) -> RowSpan {
+        self.rows[self.row_of_seat[index as usize] as usize]
+    }
+
+    pub fn price_of(&self, index: u32) -> i64 {
+        self.row_of(index).price
+    }
+
+    /// Index of a section by code.
+    pub fn section_index(&self, code: &SectionCode) -> Option<usize> {
+        self.section_by_code.get(code).copied()
+    }
+
+    /// The rows of one section, front to back.
+    pub fn section_rows(&self, section: usize) -> &[RowSpan] {
+        &self.rows[self.sections[section].clone()]
+    }
+
+    pub fn section_count(&self) -> usize {
+        self.sections.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn small_map() -> SeatMap {
+        serde_json::from_value(serde_json::json!({
+            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
+                      {"code": "STD", "name": "Standard", "price": 4500}],
+            "sections": [
+                {"code": "A", "name": "Floor A", "rows": [
+                    {"name": "1", "seats": 4, "tier": "GOLD"},
+                    {"name": "2", "seats": 3, "tier": "STD"}]},
+                {"code": "B", "name": "Balcony", "rows": [
+                    {"name": "1", "seats": 2, "tier": "STD"}]}
+            ]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn seat_ids_round_trip() {
+        let id: SeatId = "101-C-7".parse().unwrap();
+        assert_eq!(id.to_string(), "101-C-7");
+        for bad in ["", "101-C", "101-C-0", "101-C-x", "a-C-1", "101-C-7-1", "101--7"] {
+            assert!(bad.parse::<SeatId>().is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn layout_indexes_every_seat_once() {
+        let map = small_map();
+        map.validate().unwrap();
+        let layout = SeatLayout::new(map);
+        assert_eq!(layout.len(), 9);
+        for i in 0..9 {
+            let seat = layout.seat_at(i);
+            assert_eq!(layout.index_of(&seat), Some(i), "{seat}");
+        }
+        assert_eq!(layout.index_of(&"A-1-5".parse().unwrap()), None);
+        assert_eq!(layout.index_of(&"C-1-1".parse().unwrap()), None);
+        assert_eq!(layout.price_of(0), 9900);
+        assert_eq!(layout.price_of(5), 4500);
+    }
+
+    #[test]
+    fn invalid_maps_are_refused() {
+        let mut map = small_map();
+        map.sections[1].rows[0].tier = TierCode::parse("VIP").unwrap();
+        assert!(matches!(map.validate(), Err(SeatMapError::UnknownTier(..))));
+        let mut map = small_map();
+        map.sections[0].rows[1].name = RowName::parse("1").unwrap();
+        assert!(matches!(map.validate(), Err(SeatMapError::DuplicateRow(..))));
+        let mut map = small_map();
+        map.sections[0].rows[0].seats = 0;
+        assert!(matches!(map.validate(), Err(SeatMapError::BadRowSize(..))));
+        let mut map = small_map();
+        map.sections.clear();
+        assert_eq!(map.validate(), Err(SeatMapError::NoSections));
+        assert!(HoldMinutes::new(4).is_err());
+        assert!(HoldMinutes::new(16).is_err());
+        assert!(serde_json::from_str::<HoldMinutes>("0").is_err());
+        assert!(Currency::parse("eur").is_err());
+    }
+}

@@ -1,0 +1,194 @@
+//! Golden files pin the stored JSON of every event type.
+//!
+//! Each file under `tests/golden/v1/` is an envelope as it was first written. The test checks
+//! both directions: today's encoder writes exactly that JSON, and today's decoder reads the
+//! file back into the same value. A change that breaks either needs a new schema version and an
+//! upcaster, never an edit of these files. Regenerate a *new* file with `UPDATE_GOLDEN=1`.
+
+use std::path::PathBuf;
+
+use chrono::{TimeZone, Utc};
+use frontrow_schema::*;
+use uuid::Uuid;
+
+fn uuid(n: u128) -> Uuid {
+    Uuid::from_u128(0x0190_a4b8_0000_7000_8000_0000_0000_0000 | n)
+}
+
+fn envelope(seq: u64, event: Event) -> Envelope {
+    Envelope {
+        id: uuid(0x100 + u128::from(seq)),
+        event_id: EventId::from_uuid(uuid(1)),
+        sequence: seq,
+        time: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, seq as u32).unwrap(),
+        causation_id: Some(uuid(0x200 + u128::from(seq))),
+        correlation_id: Some(uuid(0x300)),
+        idempotency_key: (seq == 3).then(|| "reserve-7f3a".to_owned()),
+        event,
+    }
+}
+
+fn seat_map() -> SeatMap {
+    serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "GOLD", "name": "Gold", "price": 12900},
+                  {"code": "STD", "name": "Standard", "price": 5900}],
+        "sections": [
+            {"code": "FLA", "name": "Floor A", "rows": [
+                {"name": "1", "seats": 20, "tier": "GOLD"},
+                {"name": "2", "seats": 20, "tier": "GOLD"}]},
+            {"code": "101", "name": "Lower 101", "rows": [
+                {"name": "A", "seats": 18, "tier": "STD"}]}
+        ]
+    }))
+    .unwrap()
+}
+
+fn money(amount: i64) -> Money {
+    Money { amount, currency: Currency::parse("EUR").unwrap() }
+}
+
+fn seats(ids: &[&str]) -> Vec<SeatId> {
+    ids.iter().map(|s| s.parse().unwrap()).collect()
+}
+
+fn payment(evt: &str, amount: i64) -> Payment {
+    Payment { provider_event_id: evt.into(), payment_intent: "pi_3Nx".into(), amount: money(amount) }
+}
+
+fn cases() -> Vec<(&'static str, Envelope)> {
+    let reservation = ReservationId::from_uuid(uuid(0x42));
+    let alice = CustomerId::parse("alice").unwrap();
+    vec![
+        (
+            "event_scheduled",
+            envelope(
+                1,
+                Event::EventScheduled(EventScheduled {
+                    event_id: EventId::from_uuid(uuid(1)),
+                    organizer: OrganizerId::parse("riverside-live").unwrap(),
+                    title: "The Eras Tour".into(),
+                    artist: "Taylor Swift".into(),
+                    venue: "Riverside Arena".into(),
+                    city: "Amsterdam".into(),
+                    starts_at: Utc.with_ymd_and_hms(2026, 7, 4, 19, 30, 0).unwrap(),
+                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
+                    hold_minutes: HoldMinutes::new(10).unwrap(),
+                    max_seats_per_order: 6,
+                    currency: Currency::parse("EUR").unwrap(),
+                    seat_map: seat_map(),
+                }),
+            ),
+        ),
+        ("seat_map_changed", envelope(2, Event::SeatMapChanged(SeatMapChanged { seat_map: seat_map() }))),
+        (
+            "seats_reserved",
+            envelope(
+                3,
+                Event::SeatsReserved(SeatsReserved {
+                    reservation_id: reservation,
+                    customer: alice.clone(),
+                    seats: seats(&["FLA-1-7", "FLA-1-8"]),
+                    hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 3).unwrap(),
+                    amount: money(25800),
+                }),
+            ),
+        ),
+        (
+            "seats_booked",
+            envelope(
+                4,
+                Event::SeatsBooked(SeatsBooked {
+                    reservation_id: reservation,
+                    customer: alice.clone(),
+                    seats: seats(&["FLA-1-7", "FLA-1-8"]),
+                    payment: payment("evt_1OkA", 25800),
+                    late: false,
+                }),
+            ),
+        ),
+        (
+            "seats_released",
+            envelope(
+                5,
+                Event::SeatsReleased(SeatsReleased {
+                    reservation_id: reservation,
+                    seats: seats(&["FLA-1-7", "FLA-1-8"]),
+                    reason: ReleaseReason::Expired,
+                }),
+            ),
+        ),
+        (
+            "payment_refunded",
+            envelope(
+                6,
+                Event::PaymentRefunded(PaymentRefunded {
+                    reservation_id: reservation,
+                    customer: alice,
+                    payment: payment("evt_1OkB", 25800),
+                    reason: RefundReason::SeatsTaken,
+                }),
+            ),
+        ),
+        (
+            "payment_failed",
+            envelope(
+                7,
+                Event::PaymentFailed(PaymentFailed {
+                    reservation_id: reservation,
+                    provider_event_id: "evt_1OkC".into(),
+                    payment_intent: "pi_3Ny".into(),
+                    message: Some("Your card was declined.".into()),
+                }),
+            ),
+        ),
+    ]
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
+}
+
+#[test]
+fn every_event_type_has_a_golden_file() {
+    let names: Vec<_> = cases().iter().map(|(_, env)| env.event.type_name()).collect();
+    for ty in [
+        "frontrow.event.scheduled",
+        "frontrow.seatmap.changed",
+        "frontrow.seats.reserved",
+        "frontrow.seats.booked",
+        "frontrow.seats.released",
+        "frontrow.payment.refunded",
+        "frontrow.payment.failed",
+    ] {
+        assert!(names.contains(&ty), "no golden case for {ty}");
+    }
+}
+
+#[test]
+fn encoder_writes_the_golden_json_and_decoder_reads_it_back() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    for (name, env) in cases() {
+        let path = golden_dir().join(format!("{name}.json"));
+        let encoded: serde_json::Value = serde_json::from_slice(&encode(&env)).unwrap();
+        if update && !path.exists() {
+            std::fs::write(&path, serde_json::to_string_pretty(&encoded).unwrap() + "\n").unwrap();
+        }
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let golden: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(encoded, golden, "{name}: the encoder no longer writes the v1 JSON");
+        assert_eq!(decode(&bytes).unwrap(), env, "{name}: the decoder no longer reads v1");
+    }
+}
+
+#[test]
+fn golden_files_are_cloudevents() {
+    for entry in std::fs::read_dir(golden_dir()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        for attr in ["specversion", "id", "source", "type", "subject", "time", "datacontenttype", "data"] {
+            assert!(v.get(attr).is_some(), "missing CloudEvents attribute {attr}");
+        }
+        assert_eq!(v["specversion"], "1.0");
+        assert_eq!(v["partitionkey"], v["subject"]);
+    }
+}

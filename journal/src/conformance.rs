@@ -1,0 +1,185 @@
+//! The one test suite every [`Journal`] implementation passes.
+//!
+//! An implementation's tests provide a [`Harness`] that opens a journal by name (the same name
+//! opens the same journal again, as after a restart) and invoke [`journal_conformance!`],
+//! which generates one `#[tokio::test]` per case.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::{Journal, JournalError, Record};
+
+/// Opens journals for the suite.
+#[async_trait]
+pub trait Harness: Send + Sync {
+    /// Opens the journal called `name` with `partitions` partitions, creating it if needed.
+    /// Opening a name again must give the same, durable contents.
+    async fn open(&self, name: &str, partitions: u32) -> Arc<dyn Journal>;
+}
+
+fn rec(key: &str, value: impl Into<Vec<u8>>) -> Record {
+    Record { key: key.as_bytes().to_vec(), value: value.into() }
+}
+
+/// Appends get consecutive offsets from 0 and read back in order, byte for byte.
+pub async fn append_then_read(h: &dyn Harness) {
+    let j = h.open("append_then_read", 2).await;
+    assert_eq!(j.partitions(), 2);
+    assert_eq!(j.end_offset(1).await.unwrap(), 0);
+    let first = j.append(1, vec![rec("a", "one"), rec("b", vec![0u8, 255, 7])]).await.unwrap();
+    assert_eq!(first, 0..2);
+    let second = j.append(1, vec![rec("a", "three")]).await.unwrap();
+    assert_eq!(second, 2..3);
+    let got = j.read(1, 0, 100).await.unwrap();
+    let values: Vec<_> = got.iter().map(|r| (r.partition, r.offset, r.key.clone(), r.value.clone())).collect();
+    assert_eq!(
+        values,
+        vec![
+            (1, 0, b"a".to_vec(), b"one".to_vec()),
+            (1, 1, b"b".to_vec(), vec![0, 255, 7]),
+            (1, 2, b"a".to_vec(), b"three".to_vec()),
+        ]
+    );
+    assert_eq!(j.end_offset(1).await.unwrap(), 3);
+}
+
+/// Partitions are independent sequences.
+pub async fn partitions_are_independent(h: &dyn Harness) {
+    let j = h.open("partitions_are_independent", 3).await;
+    assert_eq!(j.append(0, vec![rec("x", "p0")]).await.unwrap(), 0..1);
+    assert_eq!(j.append(2, vec![rec("y", "p2a"), rec("y", "p2b")]).await.unwrap(), 0..2);
+    assert_eq!(j.append(0, vec![rec("x", "p0b")]).await.unwrap(), 1..2);
+    assert!(j.read(1, 0, 10).await.unwrap().is_empty());
+    assert_eq!(j.read(2, 0, 10).await.unwrap().len(), 2);
+    assert_eq!(j.end_offset(0).await.unwrap(), 2);
+    assert_eq!(j.end_offset(1).await.unwrap(), 0);
+}
+
+/// Reads honour the start offset and the limit; past the end they are empty.
+pub async fn read_from_offset_with_limit(h: &dyn Harness) {
+    let j = h.open("read_from_offset_with_limit", 1).await;
+    let batch: Vec<_> = (0..10).map(|i| rec("k", format!("v{i}"))).collect();
+    j.append(0, batch).await.unwrap();
+    let got = j.read(0, 4, 3).await.unwrap();
+    assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![4, 5, 6]);
+    assert_eq!(got[0].value, b"v4");
+    assert_eq!(j.read(0, 9, 100).await.unwrap().len(), 1);
+    assert!(j.read(0, 10, 100).await.unwrap().is_empty());
+    assert!(j.read(0, 1000, 100).await.unwrap().is_empty());
+}
+
+/// An empty batch writes nothing; an unknown partition is an error that writes nothing.
+pub async fn empty_batches_and_bad_partitions(h: &dyn Harness) {
+    let j = h.open("empty_batches_and_bad_partitions", 2).await;
+    assert_eq!(j.append(0, vec![]).await.unwrap(), 0..0);
+    assert!(matches!(
+        j.append(2, vec![rec("k", "v")]).await,
+        Err(JournalError::NoSuchPartition { partition: 2, partitions: 2 })
+    ));
+    assert!(j.read(5, 0, 1).await.is_err());
+    assert!(j.watch(9).is_err());
+    assert_eq!(j.end_offset(0).await.unwrap(), 0);
+    assert_eq!(j.end_offset(1).await.unwrap(), 0);
+}
+
+/// A watcher learns of appends; a follower returns every record once, in order.
+pub async fn followers_see_new_appends(h: &dyn Harness) {
+    let j = h.open("followers_see_new_appends", 1).await;
+    let mut follower = crate::Follower::new(j.clone(), 0, 0, 2).unwrap();
+    let writer = {
+        let j = j.clone();
+        tokio::spawn(async move {
+            for i in 0..5 {
+                j.append(0, vec![rec("k", format!("{i}"))]).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        let batch = tokio::time::timeout(std::time::Duration::from_secs(30), follower.next_batch())
+            .await
+            .expect("follower saw the appends in time")
+            .expect("journal alive")
+            .unwrap();
+        assert!(batch.len() <= 2, "the follower's batch limit holds");
+        seen.extend(batch.into_iter().map(|r| (r.offset, String::from_utf8(r.value).unwrap())));
+    }
+    writer.await.unwrap();
+    let want: Vec<_> = (0..5).map(|i| (i as u64, i.to_string())).collect();
+    assert_eq!(seen, want);
+    assert_eq!(follower.position(), 5);
+}
+
+/// Concurrent appenders to one partition get disjoint, gap-free offset ranges.
+pub async fn concurrent_appends_get_distinct_offsets(h: &dyn Harness) {
+    let j = h.open("concurrent_appends_get_distinct_offsets", 1).await;
+    let tasks: Vec<_> = (0..8)
+        .map(|t| {
+            let j = j.clone();
+            tokio::spawn(async move {
+                let mut ranges = Vec::new();
+                for i in 0..5 {
+                    let batch = (0..3).map(|k| rec("k", format!("{t}-{i}-{k}"))).collect();
+                    ranges.push(j.append(0, batch).await.unwrap());
+                }
+                ranges
+            })
+        })
+        .collect();
+    let mut ranges = Vec::new();
+    for t in tasks {
+        ranges.extend(t.await.unwrap());
+    }
+    ranges.sort_by_key(|r| r.start);
+    let mut expect = 0;
+    for r in &ranges {
+        assert_eq!(r.start, expect, "ranges are contiguous and disjoint");
+        assert_eq!(r.end - r.start, 3);
+        expect = r.end;
+    }
+    let all = j.read(0, 0, 1000).await.unwrap();
+    assert_eq!(all.len(), 120);
+    // Each batch is atomic: its three records are adjacent and in order.
+    for chunk in all.chunks(3) {
+        let v: Vec<String> = chunk.iter().map(|r| String::from_utf8(r.value.clone()).unwrap()).collect();
+        let prefix = v[0].rsplit_once('-').unwrap().0.to_owned();
+        assert_eq!(v, vec![format!("{prefix}-0"), format!("{prefix}-1"), format!("{prefix}-2")]);
+    }
+}
+
+/// What was acknowledged is there after the journal is opened again.
+pub async fn appends_survive_reopen(h: &dyn Harness) {
+    let j = h.open("appends_survive_reopen", 2).await;
+    j.append(1, vec![rec("e", "kept-1"), rec("e", "kept-2")]).await.unwrap();
+    drop(j);
+    let j = h.open("appends_survive_reopen", 2).await;
+    assert_eq!(j.end_offset(1).await.unwrap(), 2);
+    let got = j.read(1, 0, 10).await.unwrap();
+    assert_eq!(got.iter().map(|r| r.value.clone()).collect::<Vec<_>>(), vec![b"kept-1".to_vec(), b"kept-2".to_vec()]);
+    assert_eq!(j.append(1, vec![rec("e", "after")]).await.unwrap(), 2..3);
+}
+
+/// Generates one test per conformance case for a harness expression; attributes given first
+/// (e.g. `#[ignore = "needs kafka"]`) go on every generated test.
+#[macro_export]
+macro_rules! journal_conformance {
+    ($(#[$attr:meta])* $harness:expr) => {
+        $crate::journal_conformance!(@cases [$(#[$attr])*] $harness;
+            append_then_read, partitions_are_independent, read_from_offset_with_limit,
+            empty_batches_and_bad_partitions, followers_see_new_appends,
+            concurrent_appends_get_distinct_offsets, appends_survive_reopen);
+    };
+    (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
+        $( $crate::journal_conformance!(@one $attrs $harness; $case); )*
+    };
+    (@one [$($attr:tt)*] $harness:expr; $case:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $($attr)*
+        async fn $case() {
+            let harness = $harness;
+            $crate::conformance::$case(&harness).await;
+        }
+    };
+}

@@ -1,0 +1,154 @@
+//! The event log port shared by every side of FrontRow.
+//!
+//! A journal is a fixed number of partitions, each an append-only sequence of records numbered
+//! from offset 0. The write side appends a whole batch to one partition at once and is told
+//! the offsets only after the batch is durable (group commit); the projectors and query nodes
+//! read partitions from an offset and follow new appends through [`Journal::watch`].
+//!
+//! [`SqliteJournal`] is the embedded implementation; a Kafka implementation sits behind the same
+//! trait. [`conformance`] is the one test suite every implementation must pass.
+
+use std::ops::Range;
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+pub mod conformance;
+mod sqlite;
+
+pub use sqlite::SqliteJournal;
+
+/// A position within one partition.
+pub type Offset = u64;
+
+/// Where a record sits in the journal: `partition:offset`. Command responses carry the position
+/// of what they wrote, so a reader can wait until it has seen it (read your own writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Position {
+    pub partition: u32,
+    pub offset: Offset,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.partition, self.offset)
+    }
+}
+
+impl std::str::FromStr for Position {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("{s:?} is not a log position (PARTITION:OFFSET, e.g. 3:1207)");
+        let (p, o) = s.split_once(':').ok_or_else(bad)?;
+        Ok(Self { partition: p.parse().map_err(|_| bad())?, offset: o.parse().map_err(|_| bad())? })
+    }
+}
+
+/// A record to append: the key (the event id) and the encoded envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+/// A record read back, with where it sits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub partition: u32,
+    pub offset: Offset,
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("partition {partition} does not exist (the journal has {partitions})")]
+    NoSuchPartition { partition: u32, partitions: u32 },
+    #[error("the journal at {path} has {found} partitions, not the {configured} configured")]
+    PartitionCountMismatch { path: String, found: u32, configured: u32 },
+    #[error("this writer was fenced: another writer owns partition {0} now")]
+    Fenced(u32),
+    #[error("journal storage failed: {0}")]
+    Storage(String),
+}
+
+impl JournalError {
+    /// Whether retrying later may succeed (as opposed to a configuration or logic error).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, JournalError::Storage(_))
+    }
+}
+
+/// The event log.
+#[async_trait]
+pub trait Journal: Send + Sync + 'static {
+    /// How many partitions the journal has; fixed for its lifetime, since events are routed by it.
+    fn partitions(&self) -> u32;
+
+    /// Appends `records` to `partition` as one atomic, durable batch and returns their offsets.
+    /// When this returns `Ok`, the records survive a crash of this process and of the machine.
+    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError>;
+
+    /// Reads up to `max` records of `partition` starting at offset `from`, in order. Returns an
+    /// empty vector at the end of the partition.
+    async fn read(&self, partition: u32, from: Offset, max: usize)
+    -> Result<Vec<StoredRecord>, JournalError>;
+
+    /// The offset the next append to `partition` will get (the number of records in it).
+    async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError>;
+
+    /// A receiver of `partition`'s end offset, updated after every durable append.
+    fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError>;
+}
+
+/// Reads one partition in order from a starting offset, waiting for new records at the end.
+pub struct Follower {
+    journal: std::sync::Arc<dyn Journal>,
+    partition: u32,
+    next: Offset,
+    end: watch::Receiver<Offset>,
+    batch: usize,
+}
+
+impl Follower {
+    pub fn new(
+        journal: std::sync::Arc<dyn Journal>,
+        partition: u32,
+        from: Offset,
+        batch: usize,
+    ) -> Result<Self, JournalError> {
+        let end = journal.watch(partition)?;
+        Ok(Self { journal, partition, next: from, end, batch: batch.max(1) })
+    }
+
+    /// The offset of the next record this follower will return.
+    pub fn position(&self) -> Offset {
+        self.next
+    }
+
+    pub fn partition(&self) -> u32 {
+        self.partition
+    }
+
+    /// The next records; waits while the partition has none after the position. Returns `None`
+    /// when the journal is gone (its watch sender dropped).
+    pub async fn next_batch(&mut self) -> Option<Result<Vec<StoredRecord>, JournalError>> {
+        loop {
+            if *self.end.borrow_and_update() > self.next {
+                return Some(match self.journal.read(self.partition, self.next, self.batch).await {
+                    Ok(records) => {
+                        if let Some(last) = records.last() {
+                            self.next = last.offset + 1;
+                        }
+                        Ok(records)
+                    }
+                    Err(e) => Err(e),
+                });
+            }
+            if self.end.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+}

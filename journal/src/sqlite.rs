@@ -1,0 +1,216 @@
+//! The embedded journal: one SQLite file in WAL mode.
+//!
+//! Every append is one transaction committed with `synchronous = FULL`, so the WAL is fsynced
+//! before `append` returns: an acknowledged batch survives a process or machine crash. Appends
+//! are serialised through one write connection (SQLite has one writer anyway); reads use their
+//! own connection, which WAL lets run beside the writer.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OpenFlags, params};
+use tokio::sync::watch;
+
+use crate::{Journal, JournalError, Offset, Record, StoredRecord};
+
+pub struct SqliteJournal {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: String,
+    partitions: u32,
+    writer: Mutex<Writer>,
+    reader: Mutex<Connection>,
+    ends: Vec<watch::Sender<Offset>>,
+}
+
+struct Writer {
+    conn: Connection,
+    /// Next offset per partition, only advanced after a commit.
+    next: Vec<Offset>,
+}
+
+fn storage(e: impl std::fmt::Display) -> JournalError {
+    JournalError::Storage(e.to_string())
+}
+
+impl SqliteJournal {
+    /// Opens (creating if needed) the journal file at `path` with `partitions` partitions. An
+    /// existing journal must have the same partition count, since it decides where events live.
+    pub fn open(path: &Path, partitions: u32) -> Result<Self, JournalError> {
+        if partitions == 0 {
+            return Err(storage("a journal needs at least one partition"));
+        }
+        let conn = Connection::open(path).map_err(storage)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA busy_timeout = 5000;
+             CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS journal (
+                 partition INTEGER NOT NULL,
+                 offset    INTEGER NOT NULL,
+                 key       BLOB NOT NULL,
+                 value     BLOB NOT NULL,
+                 PRIMARY KEY (partition, offset)
+             ) WITHOUT ROWID;",
+        )
+        .map_err(storage)?;
+        let found: Option<String> = conn
+            .query_row("SELECT value FROM journal_meta WHERE key = 'partitions'", [], |r| r.get(0))
+            .ok();
+        match found {
+            Some(found) => {
+                let found: u32 = found.parse().map_err(storage)?;
+                if found != partitions {
+                    return Err(JournalError::PartitionCountMismatch {
+                        path: path.display().to_string(),
+                        found,
+                        configured: partitions,
+                    });
+                }
+            }
+            None => {
+                conn.execute(
+                    "INSERT INTO journal_meta (key, value) VALUES ('partitions', ?1)",
+                    params![partitions.to_string()],
+                )
+                .map_err(storage)?;
+            }
+        }
+        let mut next = vec![0; partitions as usize];
+        {
+            let mut stmt = conn
+                .prepare("SELECT partition, MAX(offset) + 1 FROM journal GROUP BY partition")
+                .map_err(storage)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(storage)?;
+            for row in rows {
+                let (p, end) = row.map_err(storage)?;
+                if let Some(slot) = next.get_mut(p as usize) {
+                    *slot = end as Offset;
+                }
+            }
+        }
+        let reader = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(storage)?;
+        reader.execute_batch("PRAGMA busy_timeout = 5000;").map_err(storage)?;
+        let ends = next.iter().map(|&n| watch::Sender::new(n)).collect();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path: path.display().to_string(),
+                partitions,
+                writer: Mutex::new(Writer { conn, next }),
+                reader: Mutex::new(reader),
+                ends,
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+}
+
+impl Inner {
+    fn check(&self, partition: u32) -> Result<(), JournalError> {
+        if partition < self.partitions {
+            Ok(())
+        } else {
+            Err(JournalError::NoSuchPartition { partition, partitions: self.partitions })
+        }
+    }
+
+    fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError> {
+        let mut w = self.writer.lock().map_err(storage)?;
+        let first = w.next[partition as usize];
+        if records.is_empty() {
+            return Ok(first..first);
+        }
+        let tx = w.conn.transaction().map_err(storage)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO journal (partition, offset, key, value) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(storage)?;
+            for (i, record) in records.iter().enumerate() {
+                let offset = first + i as Offset;
+                stmt.execute(params![partition, offset as i64, record.key, record.value])
+                    .map_err(storage)?;
+            }
+        }
+        tx.commit().map_err(storage)?;
+        let end = first + records.len() as Offset;
+        w.next[partition as usize] = end;
+        // Publish while still holding the write lock so watchers see ends in order.
+        self.ends[partition as usize].send_replace(end);
+        Ok(first..end)
+    }
+
+    fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError> {
+        let conn = self.reader.lock().map_err(storage)?;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT offset, key, value FROM journal
+                 WHERE partition = ?1 AND offset >= ?2 ORDER BY offset LIMIT ?3",
+            )
+            .map_err(storage)?;
+        let rows = stmt
+            .query_map(params![partition, from as i64, max as i64], |r| {
+                Ok(StoredRecord {
+                    partition,
+                    offset: r.get::<_, i64>(0)? as Offset,
+                    key: r.get(1)?,
+                    value: r.get(2)?,
+                })
+            })
+            .map_err(storage)?;
+        rows.collect::<Result<_, _>>().map_err(storage)
+    }
+}
+
+#[async_trait]
+impl Journal for SqliteJournal {
+    fn partitions(&self) -> u32 {
+        self.inner.partitions
+    }
+
+    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.append(partition, records))
+            .await
+            .map_err(storage)?
+    }
+
+    async fn read(
+        &self,
+        partition: u32,
+        from: Offset,
+        max: usize,
+    ) -> Result<Vec<StoredRecord>, JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.read(partition, from, max))
+            .await
+            .map_err(storage)?
+    }
+
+    async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError> {
+        self.inner.check(partition)?;
+        Ok(*self.inner.ends[partition as usize].borrow())
+    }
+
+    fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError> {
+        self.inner.check(partition)?;
+        Ok(self.inner.ends[partition as usize].subscribe())
+    }
+}

@@ -1,0 +1,242 @@
+//! Who is calling.
+//!
+//! Organizers present an API key (`X-Api-Key`); each key names one organizer, and an event
+//! belongs to the organizer who created it. Customers present a bearer token (a JWT signed with
+//! HS256 and a configured secret) whose `sub` claim is their customer id. Nothing trusts a
+//! customer or organizer id sent in a body or a header of the caller's choosing.
+//!
+//! [`Auth`] is put into the request extensions by a layer; the [`Customer`] and [`Organizer`]
+//! extractors read it, so any router can use them whatever its state type.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use chrono::{DateTime, Utc};
+use frontrow_schema::{CustomerId, OrganizerId};
+use hmac::{Hmac, Mac};
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::Problem;
+
+/// Seconds of clock skew allowed on a token's `exp` and `nbf`.
+const LEEWAY_SECS: i64 = 30;
+
+/// The secrets that say who is who.
+pub struct Auth {
+    token_secret: SecretString,
+    /// SHA-256 of each API key -> its organizer: a lookup by digest does not leak key bytes
+    /// through timing, and the keys themselves are not kept.
+    organizers: HashMap<[u8; 32], OrganizerId>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth").field("organizers", &self.organizers.len()).finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    exp: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    iat: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nbf: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Header {
+    alg: String,
+}
+
+/// Why a bearer token was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenError {
+    Malformed,
+    WrongAlgorithm(String),
+    BadSignature,
+    Expired,
+    NotYetValid,
+    BadSubject,
+}
+
+impl std::fmt::Display for TokenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenError::Malformed => f.write_str("the bearer token is not a JWT"),
+            TokenError::WrongAlgorithm(alg) => write!(f, "tokens must be signed with HS256, not {alg}"),
+            TokenError::BadSignature => f.write_str("the token's signature is not valid"),
+            TokenError::Expired => f.write_str("the token has expired"),
+            TokenError::NotYetValid => f.write_str("the token is not valid yet"),
+            TokenError::BadSubject => f.write_str("the token's subject is not a valid customer id"),
+        }
+    }
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+impl Auth {
+    pub fn new(token_secret: SecretString, organizer_keys: impl IntoIterator<Item = (OrganizerId, SecretString)>) -> Self {
+        let organizers = organizer_keys.into_iter().map(|(id, key)| (digest(key.expose_secret()), id)).collect();
+        Self { token_secret, organizers }
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        Hmac::<Sha256>::new_from_slice(self.token_secret.expose_secret().as_bytes()).expect("HMAC takes any key length")
+    }
+
+    /// Issues a customer token valid until `expires` (for the demo and for tests).
+    pub fn mint(&self, customer: &CustomerId, now: DateTime<Utc>, expires: DateTime<Utc>) -> String {
+        let header = B64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+        let claims = Claims { sub: customer.to_string(), exp: expires.timestamp(), iat: Some(now.timestamp()), nbf: None };
+        let claims = B64.encode(serde_json::to_vec(&claims).expect("claims serialise"));
+        let signing_input = format!("{header}.{claims}");
+        let mut mac = self.mac();
+        mac.update(signing_input.as_bytes());
+        format!("{signing_input}.{}", B64.encode(mac.finalize().into_bytes()))
+    }
+
+    /// Verifies a customer token at time `now`.
+    pub fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<CustomerId, TokenError> {
+        let mut parts = token.split('.');
+        let (Some(h), Some(c), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            return Err(TokenError::Malformed);
+        };
+        let header: Header = B64
+            .decode(h)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or(TokenError::Malformed)?;
+        if header.alg != "HS256" {
+            return Err(TokenError::WrongAlgorithm(header.alg));
+        }
+        let sig = B64.decode(sig).map_err(|_| TokenError::Malformed)?;
+        let mut mac = self.mac();
+        mac.update(h.as_bytes());
+        mac.update(b".");
+        mac.update(c.as_bytes());
+        // Constant-time comparison.
+        mac.verify_slice(&sig).map_err(|_| TokenError::BadSignature)?;
+        let claims: Claims = B64
+            .decode(c)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or(TokenError::Malformed)?;
+        let now = now.timestamp();
+        if claims.exp + LEEWAY_SECS <= now {
+            return Err(TokenError::Expired);
+        }
+        if claims.nbf.is_some_and(|nbf| nbf - LEEWAY_SECS > now) {
+            return Err(TokenError::NotYetValid);
+        }
+        CustomerId::parse(&claims.sub).map_err(|_| TokenError::BadSubject)
+    }
+
+    /// The organizer an API key belongs to.
+    pub fn organizer(&self, api_key: &str) -> Option<&OrganizerId> {
+        self.organizers.get(&digest(api_key))
+    }
+}
+
+fn auth(parts: &Parts) -> Result<&Arc<Auth>, Problem> {
+    parts.extensions.get::<Arc<Auth>>().ok_or_else(|| Problem::internal("Auth missing from request extensions"))
+}
+
+/// The verified customer calling, from `Authorization: Bearer <token>`.
+#[derive(Debug, Clone)]
+pub struct Customer(pub CustomerId);
+
+impl<S: Send + Sync> FromRequestParts<S> for Customer {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let auth = auth(parts)?;
+        let value = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or_else(|| Problem::unauthorized("sign in: send Authorization: Bearer <token>"))?;
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .ok_or_else(|| Problem::unauthorized("the Authorization header must be Bearer <token>"))?;
+        auth.verify(token.trim(), Utc::now()).map(Customer).map_err(|e| Problem::unauthorized(e.to_string()))
+    }
+}
+
+/// The organizer calling, from `X-Api-Key`.
+#[derive(Debug, Clone)]
+pub struct Organizer(pub OrganizerId);
+
+impl<S: Send + Sync> FromRequestParts<S> for Organizer {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let auth = auth(parts)?;
+        let key = parts
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| Problem::unauthorized("organizer endpoints need an X-Api-Key header"))?;
+        auth.organizer(key)
+            .cloned()
+            .map(Organizer)
+            .ok_or_else(|| Problem::unauthorized("the API key is not valid"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> Auth {
+        Auth::new(
+            SecretString::from("test-secret"),
+            [(OrganizerId::parse("acme").unwrap(), SecretString::from("key-1"))],
+        )
+    }
+
+    #[test]
+    fn minted_tokens_verify_until_they_expire() {
+        let a = auth();
+        let alice = CustomerId::parse("alice").unwrap();
+        let now = Utc::now();
+        let token = a.mint(&alice, now, now + chrono::Duration::minutes(5));
+        assert_eq!(a.verify(&token, now), Ok(alice));
+        assert_eq!(a.verify(&token, now + chrono::Duration::minutes(6)), Err(TokenError::Expired));
+    }
+
+    #[test]
+    fn forged_and_tampered_tokens_are_refused() {
+        let a = auth();
+        let now = Utc::now();
+        let token = a.mint(&CustomerId::parse("alice").unwrap(), now, now + chrono::Duration::minutes(5));
+        let other = Auth::new(SecretString::from("another-secret"), []);
+        assert_eq!(other.verify(&token, now), Err(TokenError::BadSignature));
+        // Swap the claims for bob's, keep alice's signature.
+        let parts: Vec<_> = token.split('.').collect();
+        let bob = B64.encode(format!(r#"{{"sub":"bob","exp":{}}}"#, now.timestamp() + 300));
+        assert_eq!(a.verify(&format!("{}.{bob}.{}", parts[0], parts[2]), now), Err(TokenError::BadSignature));
+        // alg=none is refused before any signature check.
+        let none = B64.encode(br#"{"alg":"none"}"#);
+        assert!(matches!(a.verify(&format!("{none}.{}.", parts[1]), now), Err(TokenError::WrongAlgorithm(_))));
+        assert_eq!(a.verify("not a token", now), Err(TokenError::Malformed));
+    }
+
+    #[test]
+    fn api_keys_name_their_organizer() {
+        let a = auth();
+        assert_eq!(a.organizer("key-1").map(|o| o.as_str()), Some("acme"));
+        assert!(a.organizer("key-2").is_none());
+    }
+}

@@ -1,0 +1,14 @@
+//! FrontRow's HTTP edge, shared by the command and query sides.
+//!
+//! [`Problem`] is the one error type every handler returns: an RFC 9457
+//! `application/problem+json` body with a precise status, which hides internals on 5xx and logs
+//! them. The extractors ([`ApiJson`], [`ApiPath`], [`ApiQuery`], [`ApiBytes`]) turn every
+//! malformed request into such a problem. [`auth`] says who is calling: organizers by API key,
+//! customers by a signed bearer token.
+
+pub mod auth;
+mod extract;
+mod problem;
+
+pub use extract::{ApiBytes, ApiJson, ApiPath, ApiQuery};
+pub use problem::{Problem, fallback, method_not_allowed};

@@ -1,0 +1,131 @@
+//! Demo-only routes: mint customer tokens and pay through the simulated provider.
+//!
+//! Mounted only when demo mode is on (the default for `frontrow serve` on embedded defaults), so
+//! a newcomer can walk the whole flow with curl. A production deployment turns demo mode off
+//! and gets its tokens from its identity provider and its webhooks from the real provider.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use chrono::{DateTime, Utc};
+use frontrow_http::auth::Customer;
+use frontrow_http::{ApiJson, Problem};
+use frontrow_schema::*;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{CommandErrorProblem, CommandState};
+use crate::payments::Simulator;
+use crate::writer::Request;
+
+pub(super) fn routes() -> Router<CommandState> {
+    Router::new()
+        .route("/demo/tokens", post(mint_token))
+        .route("/demo/payments", post(pay))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DemoTokenRequest {
+    #[schema(value_type = String, example = "alice")]
+    pub customer: CustomerId,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DemoToken {
+    pub token: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Demo mode: a customer token for any customer id.
+#[utoipa::path(
+    post, path = "/demo/tokens", tag = "demo",
+    request_body = DemoTokenRequest,
+    responses((status = 200, body = DemoToken), (status = 422, body = Problem))
+)]
+pub(super) async fn mint_token(
+    State(state): State<CommandState>,
+    ApiJson(body): ApiJson<DemoTokenRequest>,
+) -> Result<axum::Json<DemoToken>, Problem> {
+    let demo = state
+        .demo
+        .as_ref()
+        .ok_or_else(|| Problem::not_found("demo mode is off"))?;
+    let now = Utc::now();
+    let expires_at = now + demo.token_ttl;
+    Ok(axum::Json(DemoToken {
+        token: demo.auth.mint(&body.customer, now, expires_at),
+        expires_at,
+    }))
+}
+
+/// A simulated payment attempt for one of the caller's reservations.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DemoPayment {
+    pub event_id: EventId,
+    pub reservation_id: ReservationId,
+    /// `succeeded` (default) or `failed`.
+    #[serde(default = "succeeded")]
+    #[schema(example = "succeeded")]
+    pub outcome: String,
+}
+
+fn succeeded() -> String {
+    "succeeded".into()
+}
+
+/// Demo mode: the simulated provider charges the reservation's amount and delivers a signed
+/// webhook to this server; the answer is the webhook's.
+#[utoipa::path(
+    post, path = "/demo/payments", tag = "demo",
+    request_body = DemoPayment,
+    responses((status = 200, body = super::webhooks::WebhookAnswer), (status = 404, body = Problem), (status = 422, body = Problem)),
+    security(("customer_token" = []))
+)]
+pub(super) async fn pay(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiJson(body): ApiJson<DemoPayment>,
+) -> Result<(StatusCode, axum::Json<serde_json::Value>), Problem> {
+    let demo = state
+        .demo
+        .as_ref()
+        .ok_or_else(|| Problem::not_found("demo mode is off"))?;
+    let kind = match body.outcome.as_str() {
+        "succeeded" => "payment_intent.succeeded",
+        "failed" => "payment_intent.payment_failed",
+        _ => {
+            return Err(Problem::unprocessable(
+                "bad-outcome",
+                "outcome is `succeeded` or `failed`",
+            ));
+        }
+    };
+    // Customers pay only their own reservations: look it up as this customer first.
+    let outcome = state
+        .writers
+        .send(Request::GetReservation {
+            event_id: body.event_id,
+            customer,
+            reservation_id: body.reservation_id,
+        })
+        .await
+        .map_err(CommandErrorProblem::from)?;
+    let reservation = outcome
+        .reservation
+        .ok_or_else(|| Problem::internal("reservation read without a view"))?;
+    let now = state.clock.now();
+    let event = Simulator::event(
+        kind,
+        &body.event_id.to_string(),
+        &body.reservation_id.to_string(),
+        reservation.amount.amount,
+        reservation.amount.currency.as_str(),
+        now,
+    );
+    let (status, answer) = demo.simulator.deliver(&event, now).await.map_err(Problem::internal)?;
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    Ok((status, axum::Json(answer)))
+}

@@ -1,0 +1,154 @@
+//! Organizer routes: create an event with its seat map, change the seat map before the onsale.
+
+use axum::Router;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{post, put};
+use chrono::{DateTime, Utc};
+use frontrow_http::auth::Organizer;
+use frontrow_http::{ApiJson, ApiPath, Problem};
+use frontrow_schema::*;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
+use crate::domain::Command;
+use crate::writer::Request;
+
+/// Namespace for event ids derived from an organizer's `Idempotency-Key`, so a retried create
+/// routes to the same partition and finds the event it already made.
+const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2b8e_4d1a_5c7e_9b3f_0a2d_8e4c_1f60);
+
+pub(super) fn routes() -> Router<CommandState> {
+    Router::new()
+        .route("/events", post(create_event))
+        .route("/events/{event_id}/seat-map", put(change_seat_map))
+}
+
+/// A new event and its seat map.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEvent {
+    #[schema(example = "The Eras Tour")]
+    pub title: String,
+    #[schema(example = "Taylor Swift")]
+    pub artist: String,
+    #[schema(example = "Riverside Arena")]
+    pub venue: String,
+    #[schema(example = "Amsterdam")]
+    pub city: String,
+    pub starts_at: DateTime<Utc>,
+    /// When fans may start reserving.
+    pub onsale_at: DateTime<Utc>,
+    /// How long a hold lasts, 5 to 15 minutes (default 10).
+    #[serde(default)]
+    pub hold_minutes: HoldMinutes,
+    /// Most seats in one order (default 8, at most 20).
+    #[serde(default = "default_max_seats")]
+    pub max_seats_per_order: u8,
+    #[schema(value_type = String, example = "EUR")]
+    pub currency: Currency,
+    pub seat_map: SeatMap,
+}
+
+fn default_max_seats() -> u8 {
+    8
+}
+
+/// An event written to the log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventWritten {
+    pub event_id: EventId,
+    /// Log position of the write (`partition:offset`), for `?after=` on reads.
+    pub position: Option<String>,
+}
+
+/// Create an event. With an `Idempotency-Key`, a retry returns the same event.
+#[utoipa::path(
+    post, path = "/events", tag = "organizers",
+    request_body = CreateEvent,
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes a retried create return the same event")),
+    responses(
+        (status = 201, description = "created (or already created by this key)", body = EventWritten),
+        (status = 401, body = Problem), (status = 409, body = Problem), (status = 422, body = Problem)
+    ),
+    security(("organizer_key" = []))
+)]
+pub(super) async fn create_event(
+    axum::extract::State(state): axum::extract::State<CommandState>,
+    Organizer(organizer): Organizer,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<CreateEvent>,
+) -> Result<impl IntoResponse, Problem> {
+    let key = idempotency_key(&headers)?;
+    let event_id = match &key {
+        Some(key) => EventId::from_uuid(Uuid::new_v5(
+            &EVENT_ID_NAMESPACE,
+            format!("{organizer}\n{key}").as_bytes(),
+        )),
+        None => EventId::new(),
+    };
+    let info = EventScheduled {
+        event_id,
+        organizer,
+        title: body.title,
+        artist: body.artist,
+        venue: body.venue,
+        city: body.city,
+        starts_at: body.starts_at,
+        onsale_at: body.onsale_at,
+        hold_minutes: body.hold_minutes,
+        max_seats_per_order: body.max_seats_per_order,
+        currency: body.currency,
+        seat_map: body.seat_map,
+    };
+    let request = Request::Command {
+        event_id,
+        command: Command::Schedule(Box::new(info)),
+        meta: meta(&headers, key),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let mut headers = position_header(outcome.position);
+    if let Ok(location) = format!("/events/{event_id}").parse() {
+        headers.insert(header::LOCATION, location);
+    }
+    let body = EventWritten {
+        event_id,
+        position: outcome.position.map(|p| p.to_string()),
+    };
+    Ok((StatusCode::CREATED, headers, axum::Json(body)))
+}
+
+/// Replace the seat map of an event before its onsale.
+#[utoipa::path(
+    put, path = "/events/{event_id}/seat-map", tag = "organizers",
+    request_body = SeatMap,
+    params(("event_id" = EventId, Path)),
+    responses(
+        (status = 200, body = EventWritten),
+        (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "the onsale has started", body = Problem), (status = 422, body = Problem)
+    ),
+    security(("organizer_key" = []))
+)]
+pub(super) async fn change_seat_map(
+    axum::extract::State(state): axum::extract::State<CommandState>,
+    Organizer(organizer): Organizer,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+    ApiJson(seat_map): ApiJson<SeatMap>,
+) -> Result<impl IntoResponse, Problem> {
+    let key = idempotency_key(&headers)?;
+    let request = Request::Command {
+        event_id,
+        command: Command::ChangeSeatMap { organizer, seat_map },
+        meta: meta(&headers, key),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let body = EventWritten {
+        event_id,
+        position: outcome.position.map(|p| p.to_string()),
+    };
+    Ok((position_header(outcome.position), axum::Json(body)))
+}

@@ -1,0 +1,219 @@
+//! The command API: organizers create and change events, customers reserve, release, cancel,
+//! and the payment provider reports payments by webhook.
+//!
+//! Handlers only translate: they authenticate, parse into domain commands, send them to the
+//! event's writer and map the outcome or rejection to HTTP. Every answer that wrote to the log
+//! carries the log position in a `FrontRow-Position` header and a `position` field, which the
+//! query side's `?after=` parameter accepts (read your own writes).
+
+mod demo;
+mod events;
+mod reservations;
+mod webhooks;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use frontrow_http::Problem;
+use frontrow_journal::Position;
+use secrecy::SecretString;
+use utoipa::OpenApi;
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::domain::Rejection;
+use crate::payments::Simulator;
+use crate::writer::{CommandError, Meta, Writers};
+
+pub use demo::DemoTokenRequest;
+
+/// What the command handlers share.
+#[derive(Clone)]
+pub struct CommandState {
+    pub writers: Writers,
+    pub clock: Arc<dyn Clock>,
+    /// The webhook endpoint's signing secret.
+    pub webhook_secret: SecretString,
+    /// How far a webhook's signature timestamp may be from our clock.
+    pub webhook_tolerance_secs: i64,
+    /// Demo endpoints (token minting, simulated payments); `None` when demo mode is off.
+    pub demo: Option<Arc<Demo>>,
+}
+
+/// The demo's helpers.
+pub struct Demo {
+    pub auth: Arc<frontrow_http::auth::Auth>,
+    pub simulator: Simulator,
+    /// How long demo tokens last.
+    pub token_ttl: chrono::Duration,
+}
+
+/// The command routes, with state applied.
+pub fn router(state: CommandState) -> Router {
+    let mut router = Router::new()
+        .merge(events::routes())
+        .merge(reservations::routes())
+        .merge(webhooks::routes());
+    if state.demo.is_some() {
+        router = router.merge(demo::routes());
+    }
+    router.with_state(state)
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    paths(
+        events::create_event,
+        events::change_seat_map,
+        reservations::reserve,
+        reservations::get_reservation,
+        reservations::release,
+        reservations::cancel,
+        webhooks::payment_webhook,
+        demo::mint_token,
+        demo::pay,
+    ),
+    components(schemas(
+        Problem,
+        events::CreateEvent,
+        events::EventWritten,
+        reservations::ReserveRequest,
+        reservations::BestAvailable,
+        reservations::ReservationResponse,
+        webhooks::WebhookAnswer,
+        crate::payments::ProviderEvent,
+        demo::DemoTokenRequest,
+        demo::DemoToken,
+        demo::DemoPayment,
+    )),
+    modifiers(&SecuritySchemes)
+)]
+pub struct CommandApi;
+
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "organizer_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Api-Key"))),
+        );
+        components.add_security_scheme(
+            "customer_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Reads the optional `Idempotency-Key` header: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            Problem::bad_request(
+                "bad-idempotency-key",
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )
+        })?;
+    Ok(Some(key.to_owned()))
+}
+
+/// Metadata for the envelopes a request writes: its idempotency key and a correlation id
+/// (the caller's `X-Request-Id` if it is a UUID, else a new one).
+fn meta(headers: &HeaderMap, idempotency_key: Option<String>) -> Meta {
+    let correlation_id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| Uuid::try_parse(v).ok())
+        .unwrap_or_else(Uuid::now_v7);
+    Meta {
+        idempotency_key,
+        correlation_id: Some(correlation_id),
+        causation_id: None,
+    }
+}
+
+fn position_header(position: Option<Position>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Some(p) = position {
+        if let Ok(v) = HeaderValue::from_str(&p.to_string()) {
+            headers.insert("frontrow-position", v);
+        }
+    }
+    headers
+}
+
+impl From<CommandErrorProblem> for Problem {
+    fn from(e: CommandErrorProblem) -> Self {
+        e.0
+    }
+}
+
+/// Wrapper so `?` converts writer errors into problems inside handlers.
+pub(crate) struct CommandErrorProblem(Problem);
+
+impl From<CommandError> for CommandErrorProblem {
+    fn from(e: CommandError) -> Self {
+        Self(problem(e))
+    }
+}
+
+/// Maps a writer's refusal to its HTTP problem.
+pub fn problem(e: CommandError) -> Problem {
+    match e {
+        CommandError::Rejected(r) => rejection(r),
+        CommandError::Overloaded => Problem::overloaded("too many requests for this event right now; retry shortly"),
+        CommandError::Unavailable(cause) => {
+            tracing::warn!(error = %cause, "journal unavailable");
+            Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "journal-unavailable",
+                "cannot record commands right now",
+            )
+            .retry_after(2)
+        }
+        CommandError::Stopped => Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting-down",
+            "this node is shutting down",
+        )
+        .retry_after(1),
+    }
+}
+
+fn rejection(r: Rejection) -> Problem {
+    let detail = r.to_string();
+    match r {
+        Rejection::UnknownEvent(_) => Problem::new(StatusCode::NOT_FOUND, "event-not-found", detail),
+        Rejection::UnknownReservation(_) => Problem::new(StatusCode::NOT_FOUND, "reservation-not-found", detail),
+        Rejection::EventExists(_) => Problem::conflict("event-exists", detail),
+        Rejection::NotYourEvent => Problem::forbidden(detail),
+        Rejection::InvalidEvent(_) => Problem::unprocessable("invalid-event", detail),
+        Rejection::InvalidSeatMap(_) => Problem::unprocessable("invalid-seat-map", detail),
+        Rejection::OnsaleStarted => Problem::conflict("onsale-started", detail),
+        Rejection::NotOnSale(at) => Problem::conflict("not-on-sale", detail).with("onsale_at", at),
+        Rejection::SalesClosed => Problem::conflict("sales-closed", detail),
+        Rejection::BadSeatCount { max, .. } => Problem::unprocessable("bad-seat-count", detail).with("max_seats", max),
+        Rejection::DuplicateSeat(seat) => Problem::unprocessable("duplicate-seat", detail).with("seats", [seat]),
+        Rejection::UnknownSeats(seats) => Problem::unprocessable("unknown-seats", detail).with("seats", seats),
+        Rejection::UnknownSection(_) => Problem::unprocessable("unknown-section", detail),
+        Rejection::SeatsUnavailable(seats) => Problem::conflict("seats-unavailable", detail).with("seats", seats),
+        Rejection::NoAdjacentSeats { .. } => Problem::conflict("no-adjacent-seats", detail),
+        Rejection::IdempotencyKeyReused => Problem::unprocessable("idempotency-key-reused", detail),
+        Rejection::AlreadyBooked => Problem::conflict("already-booked", detail),
+        Rejection::NotBooked(_) => Problem::conflict("not-booked", detail),
+    }
+}

@@ -1,0 +1,204 @@
+//! Customer routes: reserve seats, read, release or cancel one's own reservation.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use frontrow_http::auth::Customer;
+use frontrow_http::{ApiJson, ApiPath, Problem};
+use frontrow_schema::*;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
+use crate::domain::{Command, SeatSelection};
+use crate::views::ReservationView;
+use crate::writer::{Outcome, Request};
+
+pub(super) fn routes() -> Router<CommandState> {
+    Router::new()
+        .route("/events/{event_id}/reservations", post(reserve))
+        .route("/events/{event_id}/reservations/{reservation_id}", get(get_reservation))
+        .route(
+            "/events/{event_id}/reservations/{reservation_id}/release",
+            post(release),
+        )
+        .route("/events/{event_id}/reservations/{reservation_id}/cancel", post(cancel))
+}
+
+/// Which seats to hold: either `seats` or `best_available`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReserveRequest {
+    /// Exactly these seats.
+    #[schema(value_type = Option<Vec<String>>, example = json!(["101-C-7", "101-C-8"]))]
+    pub seats: Option<Vec<SeatId>>,
+    /// Or the best adjacent seats in a section.
+    pub best_available: Option<BestAvailable>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BestAvailable {
+    #[schema(value_type = String, example = "101")]
+    pub section: SectionCode,
+    #[schema(example = 2)]
+    pub count: u8,
+}
+
+/// A reservation and the log position of the write that made or changed it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReservationResponse {
+    #[serde(flatten)]
+    pub reservation: ReservationView,
+    /// `partition:offset`, for `?after=` on availability reads.
+    pub position: Option<String>,
+}
+
+type Ids = (EventId, ReservationId);
+
+fn respond(status: StatusCode, outcome: Outcome) -> Result<impl IntoResponse, Problem> {
+    let reservation = outcome
+        .reservation
+        .ok_or_else(|| Problem::internal("writer answered a reservation command without the reservation"))?;
+    let body = ReservationResponse {
+        reservation,
+        position: outcome.position.map(|p| p.to_string()),
+    };
+    Ok((status, position_header(outcome.position), axum::Json(body)))
+}
+
+/// Hold seats for payment. Requires an `Idempotency-Key`: a retry with the same key and the
+/// same request answers with the same reservation and holds nothing more.
+#[utoipa::path(
+    post, path = "/events/{event_id}/reservations", tag = "customers",
+    request_body = ReserveRequest,
+    params(
+        ("event_id" = EventId, Path),
+        ("Idempotency-Key" = String, Header, description = "required; one per intended reservation"),
+    ),
+    responses(
+        (status = 201, body = ReservationResponse),
+        (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "seats taken, not on sale", body = Problem),
+        (status = 422, body = Problem),
+        (status = 503, description = "overloaded; see Retry-After", body = Problem)
+    ),
+    security(("customer_token" = []))
+)]
+pub(super) async fn reserve(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ReserveRequest>,
+) -> Result<impl IntoResponse, Problem> {
+    let key = idempotency_key(&headers)?
+        .ok_or_else(|| Problem::bad_request("idempotency-key-required", "reserving needs an Idempotency-Key header"))?;
+    let selection = match (body.seats, body.best_available) {
+        (Some(seats), None) => SeatSelection::Explicit(seats),
+        (None, Some(best)) => SeatSelection::BestAvailable {
+            section: best.section,
+            count: best.count,
+        },
+        _ => {
+            return Err(Problem::unprocessable(
+                "bad-selection",
+                "give either `seats` (a list of seat ids) or `best_available` ({section, count})",
+            ));
+        }
+    };
+    let command = Command::Reserve {
+        customer,
+        reservation_id: ReservationId::new(),
+        selection,
+        idempotency_key: key.clone(),
+    };
+    let request = Request::Command {
+        event_id,
+        command,
+        meta: meta(&headers, Some(key)),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    respond(StatusCode::CREATED, outcome)
+}
+
+/// One of the caller's reservations.
+#[utoipa::path(
+    get, path = "/events/{event_id}/reservations/{reservation_id}", tag = "customers",
+    params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
+    responses((status = 200, body = ReservationResponse), (status = 401, body = Problem), (status = 404, body = Problem)),
+    security(("customer_token" = []))
+)]
+pub(super) async fn get_reservation(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiPath((event_id, reservation_id)): ApiPath<Ids>,
+) -> Result<impl IntoResponse, Problem> {
+    let request = Request::GetReservation {
+        event_id,
+        customer,
+        reservation_id,
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    respond(StatusCode::OK, outcome)
+}
+
+/// Let a hold go: its seats are available again at once. Releasing twice is harmless.
+#[utoipa::path(
+    post, path = "/events/{event_id}/reservations/{reservation_id}/release", tag = "customers",
+    params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
+    responses(
+        (status = 200, body = ReservationResponse), (status = 401, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "already booked: cancel instead", body = Problem)
+    ),
+    security(("customer_token" = []))
+)]
+pub(super) async fn release(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiPath((event_id, reservation_id)): ApiPath<Ids>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, Problem> {
+    let key = idempotency_key(&headers)?;
+    let request = Request::Command {
+        event_id,
+        command: Command::Release {
+            customer,
+            reservation_id,
+        },
+        meta: meta(&headers, key),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    respond(StatusCode::OK, outcome)
+}
+
+/// Cancel a booking before the event: the payment is refunded and the seats go back on sale.
+#[utoipa::path(
+    post, path = "/events/{event_id}/reservations/{reservation_id}/cancel", tag = "customers",
+    params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
+    responses(
+        (status = 200, body = ReservationResponse), (status = 401, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "not booked, or the event has started", body = Problem)
+    ),
+    security(("customer_token" = []))
+)]
+pub(super) async fn cancel(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiPath((event_id, reservation_id)): ApiPath<Ids>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, Problem> {
+    let key = idempotency_key(&headers)?;
+    let request = Request::Command {
+        event_id,
+        command: Command::Cancel {
+            customer,
+            reservation_id,
+        },
+        meta: meta(&headers, key),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    respond(StatusCode::OK, outcome)
+}

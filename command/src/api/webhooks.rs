@@ -1,0 +1,136 @@
+//! The payment provider's webhook.
+//!
+//! A delivery is verified (signature and timestamp) on its raw bytes before anything is parsed.
+//! The provider event id is then applied at most once, forever: it is recorded in the log with
+//! the booking, refund or failure it caused, and a repeated delivery answers `duplicate`.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use frontrow_http::{ApiBytes, Problem};
+use frontrow_schema::*;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{CommandErrorProblem, CommandState, meta};
+use crate::domain::Command;
+use crate::payments::{self, ProviderEvent};
+use crate::writer::Request;
+
+pub(super) fn routes() -> Router<CommandState> {
+    Router::new().route("/webhooks/payments", post(payment_webhook))
+}
+
+/// What FrontRow did with a delivery.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookAnswer {
+    pub received: bool,
+    /// `booked`, `refunded`, `payment_failed`, `duplicate` (already applied) or `ignored`
+    /// (an event type FrontRow does not act on).
+    #[schema(example = "booked")]
+    pub outcome: &'static str,
+    /// The reservation's status after this delivery.
+    pub reservation_status: Option<&'static str>,
+}
+
+/// Payment provider webhook (Stripe-style signed deliveries).
+#[utoipa::path(
+    post, path = "/webhooks/payments", tag = "payments",
+    request_body = ProviderEvent,
+    params(("Stripe-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256 of \"t.body\">")),
+    responses(
+        (status = 200, body = WebhookAnswer),
+        (status = 400, description = "bad or stale signature, malformed body", body = Problem),
+        (status = 404, description = "unknown reservation", body = Problem),
+        (status = 422, body = Problem)
+    )
+)]
+pub(super) async fn payment_webhook(
+    State(state): State<CommandState>,
+    headers: HeaderMap,
+    ApiBytes(body): ApiBytes,
+) -> Result<axum::Json<WebhookAnswer>, Problem> {
+    let signature = headers.get("stripe-signature").and_then(|v| v.to_str().ok());
+    payments::verify(
+        &state.webhook_secret,
+        signature,
+        &body,
+        state.clock.now(),
+        state.webhook_tolerance_secs,
+    )
+    .map_err(|e| Problem::bad_request("bad-signature", e.to_string()))?;
+    let event: ProviderEvent = serde_json::from_slice(&body)
+        .map_err(|e| Problem::bad_request("malformed-webhook", format!("not a provider event: {e}")))?;
+    let intent = &event.data.object;
+    let succeeded = match event.kind.as_str() {
+        "payment_intent.succeeded" => true,
+        "payment_intent.payment_failed" => false,
+        other => {
+            tracing::debug!(kind = other, id = %event.id, "webhook event type ignored");
+            return Ok(axum::Json(WebhookAnswer {
+                received: true,
+                outcome: "ignored",
+                reservation_status: None,
+            }));
+        }
+    };
+    let bad =
+        |what: &str| Problem::unprocessable("bad-payment-metadata", format!("metadata.{what} is missing or invalid"));
+    let event_id: EventId = intent.metadata.event_id.parse().map_err(|_| bad("event_id"))?;
+    let reservation_id: ReservationId = intent
+        .metadata
+        .reservation_id
+        .parse()
+        .map_err(|_| bad("reservation_id"))?;
+    if event.id.is_empty() || event.id.len() > 255 || intent.id.is_empty() || intent.id.len() > 255 {
+        return Err(Problem::unprocessable(
+            "bad-provider-ids",
+            "the event and payment intent ids must be 1 to 255 characters",
+        ));
+    }
+    let command = if succeeded {
+        let currency = Currency::parse(&intent.currency.to_ascii_uppercase())
+            .map_err(|e| Problem::unprocessable("bad-currency", e.to_string()))?;
+        Command::PaymentSucceeded {
+            reservation_id,
+            payment: Payment {
+                provider_event_id: event.id.clone(),
+                payment_intent: intent.id.clone(),
+                amount: Money {
+                    amount: intent.amount,
+                    currency,
+                },
+            },
+        }
+    } else {
+        Command::PaymentFailed {
+            reservation_id,
+            provider_event_id: event.id.clone(),
+            payment_intent: intent.id.clone(),
+            message: intent.last_payment_error.as_ref().and_then(|e| e.message.clone()),
+        }
+    };
+    let request = Request::Command {
+        event_id,
+        command,
+        meta: meta(&headers, Some(event.id.clone())),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let kinds = &outcome.recorded;
+    let answer = if kinds.contains(&"frontrow.seats.booked") {
+        "booked"
+    } else if kinds.contains(&"frontrow.payment.refunded") {
+        "refunded"
+    } else if kinds.contains(&"frontrow.payment.failed") {
+        "payment_failed"
+    } else {
+        "duplicate"
+    };
+    tracing::info!(provider_event = %event.id, %reservation_id, outcome = answer, "payment webhook applied");
+    Ok(axum::Json(WebhookAnswer {
+        received: true,
+        outcome: answer,
+        reservation_status: outcome.reservation.map(|r| r.status),
+    }))
+}

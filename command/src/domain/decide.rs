@@ -1,0 +1,501 @@
+//! The rules: every command is decided here, against the current state and the time passed in.
+//!
+//! `decide` is pure: no I/O, no clock, no randomness. New ids (reservation ids) arrive inside
+//! the command. An empty list of events with `Ok` means "already done": the command is a retry
+//! of something the log already has, and the caller answers from the state as it is.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use frontrow_schema::*;
+
+use super::state::{EventState, ReservationStatus, SeatState};
+
+/// Longest free text (title, artist, venue, city).
+pub const MAX_TEXT: usize = 200;
+/// The highest per-order seat limit an organizer may set.
+pub const MAX_SEATS_PER_ORDER: u8 = 20;
+
+/// Which seats a customer asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeatSelection {
+    /// Exactly these seats.
+    Explicit(Vec<SeatId>),
+    /// The best `count` adjacent seats in one section: the frontmost row that has a run of
+    /// `count` free seats, and in it the run closest to the row's centre.
+    BestAvailable { section: SectionCode, count: u8 },
+}
+
+impl SeatSelection {
+    fn count(&self) -> usize {
+        match self {
+            SeatSelection::Explicit(seats) => seats.len(),
+            SeatSelection::BestAvailable { count, .. } => usize::from(*count),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Put a new event on sale.
+    Schedule(Box<EventScheduled>),
+    /// Replace the seat map before the onsale.
+    ChangeSeatMap { organizer: OrganizerId, seat_map: SeatMap },
+    Reserve {
+        customer: CustomerId,
+        /// A fresh id for the reservation, used only if one is created.
+        reservation_id: ReservationId,
+        selection: SeatSelection,
+        idempotency_key: String,
+    },
+    /// The customer lets a hold go.
+    Release {
+        customer: CustomerId,
+        reservation_id: ReservationId,
+    },
+    /// The customer cancels a booking, which refunds it and frees its seats.
+    Cancel {
+        customer: CustomerId,
+        reservation_id: ReservationId,
+    },
+    /// The hold's deadline passed (sent by the writer's timer).
+    Expire { reservation_id: ReservationId },
+    PaymentSucceeded {
+        reservation_id: ReservationId,
+        payment: Payment,
+    },
+    PaymentFailed {
+        reservation_id: ReservationId,
+        provider_event_id: String,
+        payment_intent: String,
+        message: Option<String>,
+    },
+}
+
+/// Why a command was refused. Nothing was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("event {0} does not exist")]
+    UnknownEvent(EventId),
+    #[error("event {0} already exists with different details")]
+    EventExists(EventId),
+    #[error("reservation {0} does not exist")]
+    UnknownReservation(ReservationId),
+    #[error("this event belongs to another organizer")]
+    NotYourEvent,
+    #[error("invalid event: {0}")]
+    InvalidEvent(String),
+    #[error("invalid seat map: {0}")]
+    InvalidSeatMap(#[from] SeatMapError),
+    #[error("the onsale has started; the seat map can no longer change")]
+    OnsaleStarted,
+    #[error("the onsale opens at {0}")]
+    NotOnSale(DateTime<Utc>),
+    #[error("the event has started; sales are closed")]
+    SalesClosed,
+    #[error("an order has 1 to {max} seats, not {asked}")]
+    BadSeatCount { asked: usize, max: u8 },
+    #[error("a seat is listed twice: {0}")]
+    DuplicateSeat(SeatId),
+    #[error("these seats do not exist at this event: {}", join(.0))]
+    UnknownSeats(Vec<SeatId>),
+    #[error("section {0} does not exist at this event")]
+    UnknownSection(SectionCode),
+    #[error("these seats are not available: {}", join(.0))]
+    SeatsUnavailable(Vec<SeatId>),
+    #[error("section {section} has no {count} adjacent seats left")]
+    NoAdjacentSeats { section: SectionCode, count: u8 },
+    #[error("this Idempotency-Key was already used for a different request")]
+    IdempotencyKeyReused,
+    #[error("the reservation is booked; cancel it instead of releasing it")]
+    AlreadyBooked,
+    #[error("the reservation is not booked (it is {0})")]
+    NotBooked(&'static str),
+}
+
+fn join(seats: &[SeatId]) -> String {
+    seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn check_text(field: &str, value: &str) -> Result<(), Rejection> {
+    let len = value.trim().chars().count();
+    if len == 0 || len > MAX_TEXT {
+        return Err(Rejection::InvalidEvent(format!(
+            "{field} must be 1 to {MAX_TEXT} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Decides a command for event `event_id` against its state (`None` if it does not exist yet).
+pub fn decide(
+    state: Option<&EventState>,
+    event_id: EventId,
+    command: &Command,
+    now: DateTime<Utc>,
+) -> Result<Vec<Event>, Rejection> {
+    let state = match (state, command) {
+        (None, Command::Schedule(info)) => return schedule(info),
+        // Only a retry lands here: ids of new events are fresh, or derived from the organizer's
+        // Idempotency-Key. The seat map may have changed since, so it is not compared.
+        (Some(state), Command::Schedule(info)) if same_event(&state.info, info) => return Ok(vec![]),
+        (Some(_), Command::Schedule(info)) => return Err(Rejection::EventExists(info.event_id)),
+        (None, Command::PaymentSucceeded { reservation_id, .. } | Command::PaymentFailed { reservation_id, .. }) => {
+            return Err(Rejection::UnknownReservation(*reservation_id));
+        }
+        (None, _) => return Err(Rejection::UnknownEvent(event_id)),
+        (Some(state), _) => state,
+    };
+    match command {
+        Command::Schedule(_) => unreachable!("handled above"),
+        Command::ChangeSeatMap { organizer, seat_map } => change_seat_map(state, organizer, seat_map, now),
+        Command::Reserve {
+            customer,
+            reservation_id,
+            selection,
+            idempotency_key,
+        } => reserve(state, customer, *reservation_id, selection, idempotency_key, now),
+        Command::Release {
+            customer,
+            reservation_id,
+        } => release(state, customer, *reservation_id),
+        Command::Cancel {
+            customer,
+            reservation_id,
+        } => cancel(state, customer, *reservation_id, now),
+        Command::Expire { reservation_id } => expire(state, *reservation_id, now),
+        Command::PaymentSucceeded {
+            reservation_id,
+            payment,
+        } => payment_succeeded(state, *reservation_id, payment, now),
+        Command::PaymentFailed {
+            reservation_id,
+            provider_event_id,
+            payment_intent,
+            message,
+        } => payment_failed(state, *reservation_id, provider_event_id, payment_intent, message),
+    }
+}
+
+/// The organizer gave the same event; only the seat map may since have changed.
+fn same_event(a: &EventScheduled, b: &EventScheduled) -> bool {
+    a.event_id == b.event_id
+        && a.hold_minutes == b.hold_minutes
+        && a.max_seats_per_order == b.max_seats_per_order
+        && a.currency == b.currency
+        && a.organizer == b.organizer
+        && a.title == b.title
+        && a.artist == b.artist
+        && a.venue == b.venue
+        && a.city == b.city
+        && a.starts_at == b.starts_at
+        && a.onsale_at == b.onsale_at
+}
+
+fn schedule(info: &EventScheduled) -> Result<Vec<Event>, Rejection> {
+    check_text("title", &info.title)?;
+    check_text("artist", &info.artist)?;
+    check_text("venue", &info.venue)?;
+    check_text("city", &info.city)?;
+    if info.starts_at <= info.onsale_at {
+        return Err(Rejection::InvalidEvent("starts_at must be after onsale_at".into()));
+    }
+    if info.max_seats_per_order == 0 || info.max_seats_per_order > MAX_SEATS_PER_ORDER {
+        return Err(Rejection::InvalidEvent(format!(
+            "max_seats_per_order must be 1 to {MAX_SEATS_PER_ORDER}"
+        )));
+    }
+    info.seat_map.validate()?;
+    Ok(vec![Event::EventScheduled(info.clone())])
+}
+
+fn change_seat_map(
+    state: &EventState,
+    organizer: &OrganizerId,
+    seat_map: &SeatMap,
+    now: DateTime<Utc>,
+) -> Result<Vec<Event>, Rejection> {
+    if &state.info.organizer != organizer {
+        return Err(Rejection::NotYourEvent);
+    }
+    if now >= state.info.onsale_at || !state.reservations.is_empty() {
+        return Err(Rejection::OnsaleStarted);
+    }
+    seat_map.validate()?;
+    if &state.info.seat_map == seat_map {
+        return Ok(vec![]);
+    }
+    Ok(vec![Event::SeatMapChanged(SeatMapChanged {
+        seat_map: seat_map.clone(),
+    })])
+}
+
+fn reserve(
+    state: &EventState,
+    customer: &CustomerId,
+    reservation_id: ReservationId,
+    selection: &SeatSelection,
+    idempotency_key: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Event>, Rejection> {
+    if let Some(existing) = state.idempotency.get(&(customer.clone(), idempotency_key.to_owned())) {
+        let r = &state.reservations[existing];
+        let same = match selection {
+            SeatSelection::Explicit(seats) => {
+                let asked: HashSet<_> = seats.iter().filter_map(|s| state.layout.index_of(s)).collect();
+                asked.len() == seats.len() && asked == r.seats.iter().copied().collect()
+            }
+            SeatSelection::BestAvailable { section, count } => {
+                usize::from(*count) == r.seats.len()
+                    && r.seats
+                        .iter()
+                        .all(|&i| state.layout.section_index(section) == Some(state.layout.row_of(i).section as usize))
+            }
+        };
+        return if same {
+            Ok(vec![])
+        } else {
+            Err(Rejection::IdempotencyKeyReused)
+        };
+    }
+    if now < state.info.onsale_at {
+        return Err(Rejection::NotOnSale(state.info.onsale_at));
+    }
+    if now >= state.info.starts_at {
+        return Err(Rejection::SalesClosed);
+    }
+    let max = state.info.max_seats_per_order;
+    let asked = selection.count();
+    if asked == 0 || asked > usize::from(max) {
+        return Err(Rejection::BadSeatCount { asked, max });
+    }
+    let seats: Vec<u32> = match selection {
+        SeatSelection::Explicit(ids) => explicit_seats(state, ids)?,
+        SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
+    };
+    let amount = seats.iter().map(|&i| state.layout.price_of(i)).sum();
+    Ok(vec![Event::SeatsReserved(SeatsReserved {
+        reservation_id,
+        customer: customer.clone(),
+        seats: state.seat_ids(&seats),
+        hold_until: now + state.info.hold_minutes.duration(),
+        amount: Money {
+            amount,
+            currency: state.info.currency,
+        },
+    })])
+}
+
+fn explicit_seats(state: &EventState, ids: &[SeatId]) -> Result<Vec<u32>, Rejection> {
+    let mut seen = HashSet::new();
+    let mut unknown = Vec::new();
+    let mut taken = Vec::new();
+    let mut seats = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !seen.insert(id) {
+            return Err(Rejection::DuplicateSeat(id.clone()));
+        }
+        match state.layout.index_of(id) {
+            None => unknown.push(id.clone()),
+            Some(i) if state.seats[i as usize] != SeatState::Available => taken.push(id.clone()),
+            Some(i) => seats.push(i),
+        }
+    }
+    if !unknown.is_empty() {
+        return Err(Rejection::UnknownSeats(unknown));
+    }
+    if !taken.is_empty() {
+        return Err(Rejection::SeatsUnavailable(taken));
+    }
+    Ok(seats)
+}
+
+fn best_available(state: &EventState, section: &SectionCode, count: u8) -> Result<Vec<u32>, Rejection> {
+    let Some(si) = state.layout.section_index(section) else {
+        return Err(Rejection::UnknownSection(section.clone()));
+    };
+    let count = u32::from(count);
+    for row in state.layout.section_rows(si) {
+        let seats = u32::from(row.seats);
+        if seats < count {
+            continue;
+        }
+        // Twice the distance of a run's centre from the row's centre, in seats.
+        let centre_distance = |start: u32| (2 * start + count).abs_diff(seats);
+        let mut best: Option<u32> = None;
+        let mut run = 0u32;
+        for offset in 0..seats {
+            if state.seats[(row.start + offset) as usize] == SeatState::Available {
+                run += 1;
+            } else {
+                run = 0;
+            }
+            if run >= count {
+                let start = offset + 1 - count;
+                if best.is_none_or(|b| centre_distance(start) < centre_distance(b)) {
+                    best = Some(start);
+                }
+            }
+        }
+        if let Some(start) = best {
+            return Ok((row.start + start..row.start + start + count).collect());
+        }
+    }
+    Err(Rejection::NoAdjacentSeats {
+        section: section.clone(),
+        count: count as u8,
+    })
+}
+
+fn own<'a>(
+    state: &'a EventState,
+    customer: &CustomerId,
+    reservation_id: ReservationId,
+) -> Result<&'a super::state::Reservation, Rejection> {
+    // Someone else's reservation looks exactly like a missing one: ids do not leak.
+    match state.reservations.get(&reservation_id) {
+        Some(r) if &r.customer == customer => Ok(r),
+        _ => Err(Rejection::UnknownReservation(reservation_id)),
+    }
+}
+
+fn release(state: &EventState, customer: &CustomerId, reservation_id: ReservationId) -> Result<Vec<Event>, Rejection> {
+    let r = own(state, customer, reservation_id)?;
+    match r.status {
+        ReservationStatus::Held => Ok(vec![Event::SeatsReleased(SeatsReleased {
+            reservation_id,
+            seats: state.seat_ids(&r.seats),
+            reason: ReleaseReason::Released,
+        })]),
+        ReservationStatus::Released(_) => Ok(vec![]),
+        ReservationStatus::Booked => Err(Rejection::AlreadyBooked),
+    }
+}
+
+fn cancel(
+    state: &EventState,
+    customer: &CustomerId,
+    reservation_id: ReservationId,
+    now: DateTime<Utc>,
+) -> Result<Vec<Event>, Rejection> {
+    let r = own(state, customer, reservation_id)?;
+    match r.status {
+        ReservationStatus::Booked => {
+            if now >= state.info.starts_at {
+                return Err(Rejection::SalesClosed);
+            }
+            let payment = r.payment.clone().expect("a booked reservation has its payment");
+            Ok(vec![
+                Event::PaymentRefunded(PaymentRefunded {
+                    reservation_id,
+                    customer: r.customer.clone(),
+                    payment,
+                    reason: RefundReason::BookingCancelled,
+                }),
+                Event::SeatsReleased(SeatsReleased {
+                    reservation_id,
+                    seats: state.seat_ids(&r.seats),
+                    reason: ReleaseReason::Refunded,
+                }),
+            ])
+        }
+        ReservationStatus::Released(ReleaseReason::Refunded) => Ok(vec![]),
+        ReservationStatus::Held => Err(Rejection::NotBooked("held")),
+        ReservationStatus::Released(_) => Err(Rejection::NotBooked("released")),
+    }
+}
+
+fn expire(state: &EventState, reservation_id: ReservationId, now: DateTime<Utc>) -> Result<Vec<Event>, Rejection> {
+    match state.reservations.get(&reservation_id) {
+        Some(r) if r.status == ReservationStatus::Held && r.hold_until <= now => {
+            Ok(vec![Event::SeatsReleased(SeatsReleased {
+                reservation_id,
+                seats: state.seat_ids(&r.seats),
+                reason: ReleaseReason::Expired,
+            })])
+        }
+        Some(_) => Ok(vec![]),
+        None => Err(Rejection::UnknownReservation(reservation_id)),
+    }
+}
+
+fn payment_succeeded(
+    state: &EventState,
+    reservation_id: ReservationId,
+    payment: &Payment,
+    now: DateTime<Utc>,
+) -> Result<Vec<Event>, Rejection> {
+    if state.payments_seen.contains(&payment.provider_event_id) {
+        return Ok(vec![]);
+    }
+    let Some(r) = state.reservations.get(&reservation_id) else {
+        return Err(Rejection::UnknownReservation(reservation_id));
+    };
+    let refund = |reason| {
+        Ok(vec![Event::PaymentRefunded(PaymentRefunded {
+            reservation_id,
+            customer: r.customer.clone(),
+            payment: payment.clone(),
+            reason,
+        })])
+    };
+    if payment.amount != r.amount {
+        return refund(RefundReason::AmountMismatch);
+    }
+    let book = |late| {
+        Ok(vec![Event::SeatsBooked(SeatsBooked {
+            reservation_id,
+            customer: r.customer.clone(),
+            seats: state.seat_ids(&r.seats),
+            payment: payment.clone(),
+            late,
+        })])
+    };
+    match r.status {
+        // Still holding its seats, even if the deadline passed a moment ago and the timer has
+        // not fired yet: nobody else can have them.
+        ReservationStatus::Held => book(now > r.hold_until),
+        ReservationStatus::Booked | ReservationStatus::Released(ReleaseReason::Refunded) => {
+            refund(RefundReason::DuplicatePayment)
+        }
+        // The customer gave the seats up on purpose; their money goes back.
+        ReservationStatus::Released(ReleaseReason::Released) => refund(RefundReason::SeatsTaken),
+        // The hold ended (deadline, or an earlier failed attempt): book if the seats are free.
+        ReservationStatus::Released(ReleaseReason::Expired | ReleaseReason::PaymentFailed) => {
+            if r.seats.iter().all(|&i| state.seats[i as usize] == SeatState::Available) {
+                book(true)
+            } else {
+                refund(RefundReason::SeatsTaken)
+            }
+        }
+    }
+}
+
+fn payment_failed(
+    state: &EventState,
+    reservation_id: ReservationId,
+    provider_event_id: &str,
+    payment_intent: &str,
+    message: &Option<String>,
+) -> Result<Vec<Event>, Rejection> {
+    if state.payments_seen.contains(provider_event_id) {
+        return Ok(vec![]);
+    }
+    let Some(r) = state.reservations.get(&reservation_id) else {
+        return Err(Rejection::UnknownReservation(reservation_id));
+    };
+    let mut events = vec![Event::PaymentFailed(PaymentFailed {
+        reservation_id,
+        provider_event_id: provider_event_id.to_owned(),
+        payment_intent: payment_intent.to_owned(),
+        message: message.clone(),
+    })];
+    if r.status == ReservationStatus::Held {
+        events.push(Event::SeatsReleased(SeatsReleased {
+            reservation_id,
+            seats: state.seat_ids(&r.seats),
+            reason: ReleaseReason::PaymentFailed,
+        }));
+    }
+    Ok(events)
+}

@@ -1,0 +1,29 @@
+//! The seat map of one event as a pure state machine.
+//!
+//! `AVAILABLE -> RESERVED (a hold until T) -> BOOKED`; a deadline, a release or a failed
+//! payment returns held seats to `AVAILABLE`, and cancelling a booking refunds it and frees its
+//! seats. [`decide`] holds every rule; [`EventState::apply`] only records what happened. There
+//! is no I/O here, no clock and no randomness: the writer passes `now` and fresh ids in.
+
+mod decide;
+mod state;
+
+pub use decide::{Command, MAX_SEATS_PER_ORDER, MAX_TEXT, Rejection, SeatSelection, decide};
+pub use state::{Counts, EventState, Reservation, ReservationStatus, SeatState};
+
+use frontrow_schema::Event;
+
+/// Applies an event to an optional state: `EventScheduled` creates it, the rest update it.
+pub fn apply(state: &mut Option<EventState>, event: &Event, idempotency_key: Option<&str>) {
+    match (state.as_mut(), event) {
+        (None, Event::EventScheduled(info)) => {
+            *state = Some(EventState::scheduled(info.clone(), idempotency_key.map(str::to_owned)));
+        }
+        (Some(s), e) => s.apply(e, idempotency_key),
+        // Anything else before EventScheduled cannot have been decided; ignore it.
+        (None, _) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,204 @@
+//! The state of one event as the log made it: seats, reservations, what was already processed.
+//!
+//! `apply` only records what happened; it never decides. Everything here is rebuilt from the
+//! log on restart, including the idempotency keys and the provider event ids already consumed.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::*;
+
+/// Where one seat is in its life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeatState {
+    Available,
+    Held(ReservationId),
+    Booked(ReservationId),
+}
+
+/// Where one reservation is in its life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReservationStatus {
+    /// Holding its seats until `hold_until`.
+    Held,
+    /// Paid: its seats are sold.
+    Booked,
+    /// Its seats went back (or, for a late payment refund, never came).
+    Released(ReleaseReason),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    pub id: ReservationId,
+    pub customer: CustomerId,
+    /// Seat indexes in the event's layout.
+    pub seats: Vec<u32>,
+    pub amount: Money,
+    pub hold_until: DateTime<Utc>,
+    pub status: ReservationStatus,
+    /// The payment that booked it.
+    pub payment: Option<Payment>,
+    /// Payments given back (late, duplicate, wrong amount, cancelled).
+    pub refunds: Vec<(Payment, RefundReason)>,
+    /// Whether it was booked by a payment that came after the hold ended.
+    pub late: bool,
+    /// The `Idempotency-Key` it was reserved with.
+    pub idempotency_key: Option<String>,
+}
+
+/// Seat totals of one event; they always add up to the number of seats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub available: u32,
+    pub held: u32,
+    pub booked: u32,
+}
+
+/// One event's state.
+#[derive(Debug, Clone)]
+pub struct EventState {
+    pub info: EventScheduled,
+    pub layout: SeatLayout,
+    pub seats: Vec<SeatState>,
+    pub reservations: HashMap<ReservationId, Reservation>,
+    /// `(customer, Idempotency-Key)` of every reservation.
+    pub idempotency: HashMap<(CustomerId, String), ReservationId>,
+    /// Provider event ids already applied: a webhook is consumed at most once.
+    pub payments_seen: HashSet<String>,
+    /// The `Idempotency-Key` the event was scheduled with, if any.
+    pub schedule_key: Option<String>,
+    /// Sequence of the last applied event of this event's stream.
+    pub sequence: u64,
+    pub counts: Counts,
+}
+
+impl EventState {
+    /// The state right after `EventScheduled`.
+    pub fn scheduled(info: EventScheduled, idempotency_key: Option<String>) -> Self {
+        let layout = SeatLayout::new(info.seat_map.clone());
+        let n = layout.len();
+        Self {
+            info,
+            layout,
+            seats: vec![SeatState::Available; n],
+            reservations: HashMap::new(),
+            idempotency: HashMap::new(),
+            payments_seen: HashSet::new(),
+            schedule_key: idempotency_key,
+            sequence: 1,
+            counts: Counts {
+                available: n as u32,
+                ..Counts::default()
+            },
+        }
+    }
+
+    pub fn event_id(&self) -> EventId {
+        self.info.event_id
+    }
+
+    /// Records one event that happened to this event (not `EventScheduled`, which creates it).
+    pub fn apply(&mut self, event: &Event, idempotency_key: Option<&str>) {
+        self.sequence += 1;
+        if let Some(id) = event.provider_event_id() {
+            self.payments_seen.insert(id.to_owned());
+        }
+        match event {
+            Event::EventScheduled(_) => {}
+            Event::SeatMapChanged(e) => {
+                self.info.seat_map = e.seat_map.clone();
+                self.layout = SeatLayout::new(e.seat_map.clone());
+                self.seats = vec![SeatState::Available; self.layout.len()];
+                self.counts = Counts {
+                    available: self.layout.len() as u32,
+                    ..Counts::default()
+                };
+            }
+            Event::SeatsReserved(e) => {
+                let seats = self.indexes(&e.seats);
+                for &i in &seats {
+                    self.set_seat(i, SeatState::Held(e.reservation_id));
+                }
+                if let Some(key) = idempotency_key {
+                    self.idempotency
+                        .insert((e.customer.clone(), key.to_owned()), e.reservation_id);
+                }
+                self.reservations.insert(
+                    e.reservation_id,
+                    Reservation {
+                        id: e.reservation_id,
+                        customer: e.customer.clone(),
+                        seats,
+                        amount: e.amount,
+                        hold_until: e.hold_until,
+                        status: ReservationStatus::Held,
+                        payment: None,
+                        refunds: Vec::new(),
+                        late: false,
+                        idempotency_key: idempotency_key.map(str::to_owned),
+                    },
+                );
+            }
+            Event::SeatsBooked(e) => {
+                let seats = self.indexes(&e.seats);
+                for &i in &seats {
+                    self.set_seat(i, SeatState::Booked(e.reservation_id));
+                }
+                if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
+                    r.status = ReservationStatus::Booked;
+                    r.payment = Some(e.payment.clone());
+                    r.late = e.late;
+                    r.seats = seats;
+                }
+            }
+            Event::SeatsReleased(e) => {
+                for i in self.indexes(&e.seats) {
+                    self.set_seat(i, SeatState::Available);
+                }
+                if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
+                    r.status = ReservationStatus::Released(e.reason);
+                }
+            }
+            Event::PaymentRefunded(e) => {
+                if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
+                    r.refunds.push((e.payment.clone(), e.reason));
+                }
+            }
+            Event::PaymentFailed(_) => {}
+        }
+    }
+
+    fn indexes(&self, seats: &[SeatId]) -> Vec<u32> {
+        // Seats in the log were valid for the layout when decided, and the layout only changes
+        // before any reservation exists; an unknown seat here would be a corrupted log.
+        seats.iter().filter_map(|s| self.layout.index_of(s)).collect()
+    }
+
+    fn set_seat(&mut self, index: u32, to: SeatState) {
+        let slot = &mut self.seats[index as usize];
+        match *slot {
+            SeatState::Available => self.counts.available -= 1,
+            SeatState::Held(_) => self.counts.held -= 1,
+            SeatState::Booked(_) => self.counts.booked -= 1,
+        }
+        match to {
+            SeatState::Available => self.counts.available += 1,
+            SeatState::Held(_) => self.counts.held += 1,
+            SeatState::Booked(_) => self.counts.booked += 1,
+        }
+        *slot = to;
+    }
+
+    /// The seat ids of some seat indexes.
+    pub fn seat_ids(&self, seats: &[u32]) -> Vec<SeatId> {
+        seats.iter().map(|&i| self.layout.seat_at(i)).collect()
+    }
+
+    /// Reservations whose hold has passed its deadline at `now` and still holds seats.
+    pub fn due_holds(&self, now: DateTime<Utc>) -> impl Iterator<Item = &Reservation> {
+        self.reservations
+            .values()
+            .filter(move |r| r.status == ReservationStatus::Held && r.hold_until <= now)
+    }
+}

@@ -1,0 +1,70 @@
+//! What the write side answers about a reservation, in the API's words.
+
+use chrono::{DateTime, Utc};
+use frontrow_schema::*;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::domain::{EventState, Reservation, ReservationStatus};
+
+/// A reservation as its customer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ReservationView {
+    pub reservation_id: ReservationId,
+    pub event_id: EventId,
+    /// `held`, `booked`, `released`, `expired`, `payment_failed` or `refunded`.
+    #[schema(example = "held")]
+    pub status: &'static str,
+    pub seats: Vec<SeatId>,
+    /// The price of the seats: what the payment must be.
+    pub amount: Money,
+    /// Until when the seats are held for payment.
+    pub hold_until: DateTime<Utc>,
+    /// The provider's payment id, once paid.
+    pub payment_intent: Option<String>,
+    /// Booked by a payment that arrived after the hold had ended.
+    pub late_payment: bool,
+    /// Payments given back, with why.
+    pub refunds: Vec<RefundView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct RefundView {
+    pub payment_intent: String,
+    pub amount: Money,
+    /// `seats_taken`, `duplicate_payment`, `amount_mismatch` or `booking_cancelled`.
+    #[schema(value_type = String, example = "seats_taken")]
+    pub reason: RefundReason,
+}
+
+pub fn status_name(status: ReservationStatus) -> &'static str {
+    match status {
+        ReservationStatus::Held => "held",
+        ReservationStatus::Booked => "booked",
+        ReservationStatus::Released(reason) => reason.as_str(),
+    }
+}
+
+impl ReservationView {
+    pub fn of(state: &EventState, r: &Reservation) -> Self {
+        Self {
+            reservation_id: r.id,
+            event_id: state.event_id(),
+            status: status_name(r.status),
+            seats: state.seat_ids(&r.seats),
+            amount: r.amount,
+            hold_until: r.hold_until,
+            payment_intent: r.payment.as_ref().map(|p| p.payment_intent.clone()),
+            late_payment: r.late,
+            refunds: r
+                .refunds
+                .iter()
+                .map(|(p, reason)| RefundView {
+                    payment_intent: p.payment_intent.clone(),
+                    amount: p.amount,
+                    reason: *reason,
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! One writer task per journal partition: the single serialisation point for its events.
+//!
+//! A writer owns the state of every event in its partition. It takes a command from its bounded
+//! mailbox, drains whatever else is waiting (up to a batch limit), decides them one after the
+//! other against the evolving state, appends all resulting events in one durable journal write
+//! (group commit), and only then answers every caller. Hold deadlines fire from a timer inside
+//! the same loop, so an expiry is just another command. A full mailbox is refused at once
+//! ([`CommandError::Overloaded`]) rather than queued without bound.
+//!
+//! If an append fails, nothing of the batch was acknowledged: every caller gets
+//! [`CommandError::Unavailable`] and the writer rebuilds its state from the journal before it
+//! decides anything else, so the in-memory state never runs ahead of the log.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use frontrow_journal::{Journal, JournalError, Offset, Position, Record};
+use frontrow_schema::partition::partition_of;
+use frontrow_schema::*;
+use tokio::sync::{mpsc, oneshot};
+use tracing::{error, info, warn};
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::domain::{self, Command, EventState, Rejection, ReservationStatus};
+use crate::views::ReservationView;
+
+/// Metadata a command carries into its envelopes.
+#[derive(Debug, Clone, Default)]
+pub struct Meta {
+    pub idempotency_key: Option<String>,
+    pub correlation_id: Option<Uuid>,
+    pub causation_id: Option<Uuid>,
+}
+
+/// What callers ask a writer.
+#[derive(Debug, Clone)]
+pub enum Request {
+    Command {
+        event_id: EventId,
+        command: Command,
+        meta: Meta,
+    },
+    /// Read one reservation of its own customer (the writer's state is the freshest there is).
+    GetReservation {
+        event_id: EventId,
+        customer: CustomerId,
+        reservation_id: ReservationId,
+    },
+}
+
+impl Request {
+    fn event_id(&self) -> EventId {
+        match self {
+            Request::Command { event_id, .. } | Request::GetReservation { event_id, .. } => *event_id,
+        }
+    }
+}
+
+/// A writer's answer to an accepted request.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub event_id: EventId,
+    /// Types of the events this command recorded; empty when it was already done (a retry).
+    pub recorded: Vec<&'static str>,
+    /// The journal position of the last event this command wrote, or when it wrote nothing,
+    /// the newest position of the partition the writer knows to be durable.
+    pub position: Option<Position>,
+    /// The reservation the command was about, as it is now.
+    pub reservation: Option<ReservationView>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    #[error("the writer for this event is busy; retry shortly")]
+    Overloaded,
+    #[error("the journal is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the writer has stopped")]
+    Stopped,
+}
+
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    /// Requests waiting per writer before new ones are refused.
+    pub mailbox: usize,
+    /// Most requests decided and appended in one group commit.
+    pub batch: usize,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        Self {
+            mailbox: 4096,
+            batch: 1024,
+        }
+    }
+}
+
+struct Msg {
+    request: Request,
+    reply: Option<oneshot::Sender<Result<Outcome, CommandError>>>,
+}
+
+/// The handles of all partition writers: routes each request to its event's writer.
+#[derive(Clone)]
+pub struct Writers {
+    mailboxes: Arc<Vec<mpsc::Sender<Msg>>>,
+}
+
+impl Writers {
+    /// Restores every partition's state from the journal and starts its writer. Returns once all
+    /// writers are ready to serve, with the tasks to await for shutdown (they end when every
+    /// `Writers` clone is dropped, after finishing the batch in hand).
+    pub async fn start(
+        journal: Arc<dyn Journal>,
+        clock: Arc<dyn Clock>,
+        config: WriterConfig,
+    ) -> Result<(Self, Vec<tokio::task::JoinHandle<()>>), JournalError> {
+        let mut mailboxes = Vec::new();
+        let mut tasks = Vec::new();
+        for partition in 0..journal.partitions() {
+            let (tx, rx) = mpsc::channel(config.mailbox.max(1));
+            let mut writer = Writer {
+                partition,
+                journal: journal.clone(),
+                clock: clock.clone(),
+                events: HashMap::new(),
+                deadlines: BinaryHeap::new(),
+                end: 0,
+                rx,
+                batch: config.batch.max(1),
+                needs_restore: false,
+            };
+            writer.restore().await?;
+            mailboxes.push(tx);
+            tasks.push(tokio::spawn(writer.run()));
+        }
+        Ok((
+            Self {
+                mailboxes: Arc::new(mailboxes),
+            },
+            tasks,
+        ))
+    }
+
+    pub fn partitions(&self) -> u32 {
+        self.mailboxes.len() as u32
+    }
+
+    /// Sends a request to its event's writer and waits for the answer. Refuses at once with
+    /// [`CommandError::Overloaded`] when that writer's mailbox is full.
+    pub async fn send(&self, request: Request) -> Result<Outcome, CommandError> {
+        let partition = partition_of(&request.event_id(), self.partitions());
+        let (reply, answer) = oneshot::channel();
+        self.mailboxes[partition as usize]
+            .try_send(Msg {
+                request,
+                reply: Some(reply),
+            })
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => CommandError::Overloaded,
+                mpsc::error::TrySendError::Closed(_) => CommandError::Stopped,
+            })?;
+        answer.await.map_err(|_| CommandError::Stopped)?
+    }
+}
+
+struct Writer {
+    partition: u32,
+    journal: Arc<dyn Journal>,
+    clock: Arc<dyn Clock>,
+    events: HashMap<EventId, EventState>,
+    /// Hold deadlines, soonest first; stale entries (booked, released) are skipped when popped.
+    deadlines: BinaryHeap<Reverse<(DateTime<Utc>, EventId, ReservationId)>>,
+    /// The partition's end offset as far as this writer has written or read.
+    end: Offset,
+    rx: mpsc::Receiver<Msg>,
+    batch: usize,
+    needs_restore: bool,
+}
+
+/// A decided request waiting for its batch to be durable.
+struct Pending {
+    reply: Option<oneshot::Sender<Result<Outcome, CommandError>>>,
+    answer: Result<Decided, CommandError>,
+}
+
+struct Decided {
+    event_id: EventId,
+    recorded: Vec<&'static str>,
+    /// Index in the batch's records of this command's last event.
+    last_record: Option<usize>,
+    reservation: Option<(CustomerId, ReservationId)>,
+    /// A read, not a command: a reservation that is not the customer's is not found.
+    is_read: bool,
+}
+
+impl Writer {
+    async fn restore(&mut self) -> Result<(), JournalError> {
+        self.events.clear();
+        self.deadlines.clear();
+        let mut from = 0;
+        loop {
+            let records = self.journal.read(self.partition, from, 10_000).await?;
+            let Some(last) = records.last() else { break };
+            from = last.offset + 1;
+            for record in &records {
+                match decode(&record.value) {
+                    Ok(env) => self.apply(&env),
+                    // A record this version cannot read is skipped loudly rather than
+                    // stopping the partition; it cannot be one this version wrote.
+                    Err(e) => {
+                        error!(partition = self.partition, offset = record.offset, error = %e, "undecodable journal record")
+                    }
+                }
+            }
+        }
+        self.end = from;
+        self.needs_restore = false;
+        info!(
+            partition = self.partition,
+            events = self.events.len(),
+            end = self.end,
+            "writer restored"
+        );
+        Ok(())
+    }
+
+    fn apply(&mut self, env: &Envelope) {
+        let mut state = self.events.remove(&env.event_id);
+        domain::apply(&mut state, &env.event, env.idempotency_key.as_deref());
+        if let Some(state) = state {
+            if let Event::SeatsReserved(e) = &env.event {
+                self.deadlines
+                    .push(Reverse((e.hold_until, env.event_id, e.reservation_id)));
+            }
+            self.events.insert(env.event_id, state);
+        }
+    }
+
+    async fn run(mut self) {
+        let mut jumps = self.clock.jumps();
+        loop {
+            let next_deadline = self.deadlines.peek().map(|Reverse((at, ..))| *at);
+            let wait = next_deadline
+                .map(|at| (at - self.clock.now()).to_std().unwrap_or(Duration::ZERO))
+                .unwrap_or(Duration::from_secs(3600));
+            tokio::select! {
+                msg = self.rx.recv() => {
+                    let Some(msg) = msg else { break };
+                    let mut batch = vec![msg];
+                    while batch.len() < self.batch {
+                        match self.rx.try_recv() {
+                            Ok(msg) => batch.push(msg),
+                            Err(_) => break,
+                        }
+                    }
+                    self.process(batch).await;
+                }
+                _ = tokio::time::sleep(wait), if next_deadline.is_some() => self.expire_due().await,
+                Ok(()) = async { match jumps.as_mut() { Some(j) => j.changed().await, None => std::future::pending().await } } => {
+                    self.expire_due().await;
+                }
+            }
+        }
+        info!(partition = self.partition, "writer stopped");
+    }
+
+    /// Turns every due hold into an `Expire` command, decided in one batch.
+    async fn expire_due(&mut self) {
+        let now = self.clock.now();
+        let mut batch = Vec::new();
+        while let Some(Reverse((at, event_id, reservation_id))) = self.deadlines.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop();
+            let held = self
+                .events
+                .get(&event_id)
+                .and_then(|s| s.reservations.get(&reservation_id))
+                .is_some_and(|r| r.status == ReservationStatus::Held);
+            if held {
+                batch.push(Msg {
+                    request: Request::Command {
+                        event_id,
+                        command: Command::Expire { reservation_id },
+                        meta: Meta::default(),
+                    },
+                    reply: None,
+                });
+            }
+        }
+        if !batch.is_empty() {
+            self.process(batch).await;
+        }
+    }
+
+    async fn process(&mut self, batch: Vec<Msg>) {
+        if self.needs_restore {
+            if let Err(e) = self.restore().await {
+                warn!(partition = self.partition, error = %e, "writer cannot restore; refusing batch");
+                for msg in batch {
+                    if let Some(reply) = msg.reply {
+                        let _ = reply.send(Err(CommandError::Unavailable(e.to_string())));
+                    }
+                }
+                return;
+            }
+        }
+        let now = self.clock.now();
+        let mut records = Vec::new();
+        let mut pending = Vec::with_capacity(batch.len());
+        for msg in batch {
+            let answer = match msg.request {
+                Request::GetReservation {
+                    event_id,
+                    customer,
+                    reservation_id,
+                } => Ok(Decided {
+                    event_id,
+                    recorded: vec![],
+                    last_record: None,
+                    reservation: Some((customer, reservation_id)),
+                    is_read: true,
+                }),
+                Request::Command {
+                    event_id,
+                    command,
+                    meta,
+                } => self.decide_one(event_id, &command, meta, now, &mut records),
+            };
+            pending.push(Pending {
+                reply: msg.reply,
+                answer,
+            });
+        }
+        let first = if records.is_empty() {
+            self.end
+        } else {
+            match self.journal.append(self.partition, records).await {
+                Ok(range) => {
+                    self.end = range.end;
+                    range.start
+                }
+                Err(e) => {
+                    error!(partition = self.partition, error = %e, "append failed; batch refused, state will be restored");
+                    self.needs_restore = true;
+                    for p in pending {
+                        if let Some(reply) = p.reply {
+                            let _ = reply.send(Err(CommandError::Unavailable(e.to_string())));
+                        }
+                    }
+                    return;
+                }
+            }
+        };
+        for p in pending {
+            let Some(reply) = p.reply else { continue };
+            let answer = p.answer.and_then(|d| {
+                let offset = match d.last_record {
+                    Some(i) => Some(first + i as Offset),
+                    None => self.end.checked_sub(1),
+                };
+                let target = d.reservation.as_ref().map(|(_, id)| *id);
+                let reservation = d.reservation.and_then(|(customer, id)| {
+                    let state = self.events.get(&d.event_id)?;
+                    let r = state.reservations.get(&id)?;
+                    (r.customer == customer).then(|| ReservationView::of(state, r))
+                });
+                match (d.is_read, target, &reservation) {
+                    (true, Some(id), None) => Err(Rejection::UnknownReservation(id).into()),
+                    _ => Ok(Outcome {
+                        event_id: d.event_id,
+                        recorded: d.recorded,
+                        position: offset.map(|offset| Position {
+                            partition: self.partition,
+                            offset,
+                        }),
+                        reservation,
+                    }),
+                }
+            });
+            let _ = reply.send(answer);
+        }
+    }
+
+    fn decide_one(
+        &mut self,
+        event_id: EventId,
+        command: &Command,
+        meta: Meta,
+        now: DateTime<Utc>,
+        records: &mut Vec<Record>,
+    ) -> Result<Decided, CommandError> {
+        let events = domain::decide(self.events.get(&event_id), event_id, command, now)?;
+        let mut recorded = Vec::with_capacity(events.len());
+        let mut last_record = None;
+        let key = event_id.to_string().into_bytes();
+        for event in events {
+            let sequence = self.events.get(&event_id).map_or(1, |s| s.sequence + 1);
+            let env = Envelope {
+                id: Uuid::now_v7(),
+                event_id,
+                sequence,
+                time: now,
+                causation_id: meta.causation_id,
+                correlation_id: meta.correlation_id,
+                idempotency_key: meta.idempotency_key.clone(),
+                event,
+            };
+            recorded.push(env.event.type_name());
+            records.push(Record {
+                key: key.clone(),
+                value: encode(&env),
+            });
+            last_record = Some(records.len() - 1);
+            self.apply(&env);
+        }
+        let reservation = match command {
+            Command::Reserve {
+                customer,
+                idempotency_key,
+                ..
+            } => self
+                .events
+                .get(&event_id)
+                .and_then(|s| s.idempotency.get(&(customer.clone(), idempotency_key.clone())))
+                .map(|id| (customer.clone(), *id)),
+            Command::Release {
+                customer,
+                reservation_id,
+            }
+            | Command::Cancel {
+                customer,
+                reservation_id,
+            } => Some((customer.clone(), *reservation_id)),
+            Command::PaymentSucceeded { reservation_id, .. } | Command::PaymentFailed { reservation_id, .. } => {
+                let state = self.events.get(&event_id);
+                state
+                    .and_then(|s| s.reservations.get(reservation_id))
+                    .map(|r| (r.customer.clone(), *reservation_id))
+            }
+            _ => None,
+        };
+        Ok(Decided {
+            event_id,
+            recorded,
+            last_record,
+            reservation,
+            is_read: false,
+        })
+    }
+}

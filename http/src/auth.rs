@@ -38,7 +38,9 @@ pub struct Auth {
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Auth").field("organizers", &self.organizers.len()).finish_non_exhaustive()
+        f.debug_struct("Auth")
+            .field("organizers", &self.organizers.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -86,9 +88,18 @@ fn digest(key: &str) -> [u8; 32] {
 }
 
 impl Auth {
-    pub fn new(token_secret: SecretString, organizer_keys: impl IntoIterator<Item = (OrganizerId, SecretString)>) -> Self {
-        let organizers = organizer_keys.into_iter().map(|(id, key)| (digest(key.expose_secret()), id)).collect();
-        Self { token_secret, organizers }
+    pub fn new(
+        token_secret: SecretString,
+        organizer_keys: impl IntoIterator<Item = (OrganizerId, SecretString)>,
+    ) -> Self {
+        let organizers = organizer_keys
+            .into_iter()
+            .map(|(id, key)| (digest(key.expose_secret()), id))
+            .collect();
+        Self {
+            token_secret,
+            organizers,
+        }
     }
 
     fn mac(&self) -> Hmac<Sha256> {
@@ -98,7 +109,12 @@ impl Auth {
     /// Issues a customer token valid until `expires` (for the demo and for tests).
     pub fn mint(&self, customer: &CustomerId, now: DateTime<Utc>, expires: DateTime<Utc>) -> String {
         let header = B64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-        let claims = Claims { sub: customer.to_string(), exp: expires.timestamp(), iat: Some(now.timestamp()), nbf: None };
+        let claims = Claims {
+            sub: customer.to_string(),
+            exp: expires.timestamp(),
+            iat: Some(now.timestamp()),
+            nbf: None,
+        };
         let claims = B64.encode(serde_json::to_vec(&claims).expect("claims serialise"));
         let signing_input = format!("{header}.{claims}");
         let mut mac = self.mac();
@@ -149,7 +165,10 @@ impl Auth {
 }
 
 fn auth(parts: &Parts) -> Result<&Arc<Auth>, Problem> {
-    parts.extensions.get::<Arc<Auth>>().ok_or_else(|| Problem::internal("Auth missing from request extensions"))
+    parts
+        .extensions
+        .get::<Arc<Auth>>()
+        .ok_or_else(|| Problem::internal("Auth missing from request extensions"))
 }
 
 /// The verified customer calling, from `Authorization: Bearer <token>`.
@@ -170,7 +189,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Customer {
             .ok()
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .ok_or_else(|| Problem::unauthorized("the Authorization header must be Bearer <token>"))?;
-        auth.verify(token.trim(), Utc::now()).map(Customer).map_err(|e| Problem::unauthorized(e.to_string()))
+        auth.verify(token.trim(), Utc::now())
+            .map(Customer)
+            .map_err(|e| Problem::unauthorized(e.to_string()))
     }
 }
 
@@ -213,23 +234,36 @@ mod tests {
         let now = Utc::now();
         let token = a.mint(&alice, now, now + chrono::Duration::minutes(5));
         assert_eq!(a.verify(&token, now), Ok(alice));
-        assert_eq!(a.verify(&token, now + chrono::Duration::minutes(6)), Err(TokenError::Expired));
+        assert_eq!(
+            a.verify(&token, now + chrono::Duration::minutes(6)),
+            Err(TokenError::Expired)
+        );
     }
 
     #[test]
     fn forged_and_tampered_tokens_are_refused() {
         let a = auth();
         let now = Utc::now();
-        let token = a.mint(&CustomerId::parse("alice").unwrap(), now, now + chrono::Duration::minutes(5));
+        let token = a.mint(
+            &CustomerId::parse("alice").unwrap(),
+            now,
+            now + chrono::Duration::minutes(5),
+        );
         let other = Auth::new(SecretString::from("another-secret"), []);
         assert_eq!(other.verify(&token, now), Err(TokenError::BadSignature));
         // Swap the claims for bob's, keep alice's signature.
         let parts: Vec<_> = token.split('.').collect();
         let bob = B64.encode(format!(r#"{{"sub":"bob","exp":{}}}"#, now.timestamp() + 300));
-        assert_eq!(a.verify(&format!("{}.{bob}.{}", parts[0], parts[2]), now), Err(TokenError::BadSignature));
+        assert_eq!(
+            a.verify(&format!("{}.{bob}.{}", parts[0], parts[2]), now),
+            Err(TokenError::BadSignature)
+        );
         // alg=none is refused before any signature check.
         let none = B64.encode(br#"{"alg":"none"}"#);
-        assert!(matches!(a.verify(&format!("{none}.{}.", parts[1]), now), Err(TokenError::WrongAlgorithm(_))));
+        assert!(matches!(
+            a.verify(&format!("{none}.{}.", parts[1]), now),
+            Err(TokenError::WrongAlgorithm(_))
+        ));
         assert_eq!(a.verify("not a token", now), Err(TokenError::Malformed));
     }
 

@@ -1,10 +1,10 @@
 //! Extractors whose every rejection is a [`Problem`].
 
+use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::body::Bytes;
 use serde::de::DeserializeOwned;
 
 use crate::Problem;
@@ -39,7 +39,11 @@ fn json_problem(e: JsonRejection) -> Problem {
 
 fn bytes_problem_status(status: StatusCode, text: String) -> Problem {
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        Problem::new(status, "body-too-large", "the request body is larger than this endpoint accepts")
+        Problem::new(
+            status,
+            "body-too-large",
+            "the request body is larger than this endpoint accepts",
+        )
     } else {
         Problem::bad_request("bad-body", text)
     }

@@ -45,7 +45,8 @@ impl Problem {
 
     /// Adds a member to the body.
     pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
-        self.extra.insert(key.to_owned(), serde_json::to_value(value).unwrap_or(Value::Null));
+        self.extra
+            .insert(key.to_owned(), serde_json::to_value(value).unwrap_or(Value::Null));
         self
     }
 
@@ -90,7 +91,11 @@ impl Problem {
     /// Our failure, not the client's: the cause is logged, the client sees a generic text.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "something went wrong on our side")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "something went wrong on our side",
+        )
     }
 }
 
@@ -102,7 +107,10 @@ impl IntoResponse for Problem {
         let body = serde_json::to_vec(&self).unwrap_or_default();
         let mut res = (self.status, body).into_response();
         let headers = res.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -121,5 +129,9 @@ pub async fn fallback() -> Problem {
 
 /// The answer for a known path with the wrong method.
 pub async fn method_not_allowed() -> Problem {
-    Problem::new(StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed", "this resource does not support that method")
+    Problem::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        "this resource does not support that method",
+    )
 }

@@ -19,7 +19,10 @@ pub trait Harness: Send + Sync {
 }
 
 fn rec(key: &str, value: impl Into<Vec<u8>>) -> Record {
-    Record { key: key.as_bytes().to_vec(), value: value.into() }
+    Record {
+        key: key.as_bytes().to_vec(),
+        value: value.into(),
+    }
 }
 
 /// Appends get consecutive offsets from 0 and read back in order, byte for byte.
@@ -27,12 +30,18 @@ pub async fn append_then_read(h: &dyn Harness) {
     let j = h.open("append_then_read", 2).await;
     assert_eq!(j.partitions(), 2);
     assert_eq!(j.end_offset(1).await.unwrap(), 0);
-    let first = j.append(1, vec![rec("a", "one"), rec("b", vec![0u8, 255, 7])]).await.unwrap();
+    let first = j
+        .append(1, vec![rec("a", "one"), rec("b", vec![0u8, 255, 7])])
+        .await
+        .unwrap();
     assert_eq!(first, 0..2);
     let second = j.append(1, vec![rec("a", "three")]).await.unwrap();
     assert_eq!(second, 2..3);
     let got = j.read(1, 0, 100).await.unwrap();
-    let values: Vec<_> = got.iter().map(|r| (r.partition, r.offset, r.key.clone(), r.value.clone())).collect();
+    let values: Vec<_> = got
+        .iter()
+        .map(|r| (r.partition, r.offset, r.key.clone(), r.value.clone()))
+        .collect();
     assert_eq!(
         values,
         vec![
@@ -75,7 +84,10 @@ pub async fn empty_batches_and_bad_partitions(h: &dyn Harness) {
     assert_eq!(j.append(0, vec![]).await.unwrap(), 0..0);
     assert!(matches!(
         j.append(2, vec![rec("k", "v")]).await,
-        Err(JournalError::NoSuchPartition { partition: 2, partitions: 2 })
+        Err(JournalError::NoSuchPartition {
+            partition: 2,
+            partitions: 2
+        })
     ));
     assert!(j.read(5, 0, 1).await.is_err());
     assert!(j.watch(9).is_err());
@@ -104,7 +116,11 @@ pub async fn followers_see_new_appends(h: &dyn Harness) {
             .expect("journal alive")
             .unwrap();
         assert!(batch.len() <= 2, "the follower's batch limit holds");
-        seen.extend(batch.into_iter().map(|r| (r.offset, String::from_utf8(r.value).unwrap())));
+        seen.extend(
+            batch
+                .into_iter()
+                .map(|r| (r.offset, String::from_utf8(r.value).unwrap())),
+        );
     }
     writer.await.unwrap();
     let want: Vec<_> = (0..5).map(|i| (i as u64, i.to_string())).collect();
@@ -143,9 +159,15 @@ pub async fn concurrent_appends_get_distinct_offsets(h: &dyn Harness) {
     assert_eq!(all.len(), 120);
     // Each batch is atomic: its three records are adjacent and in order.
     for chunk in all.chunks(3) {
-        let v: Vec<String> = chunk.iter().map(|r| String::from_utf8(r.value.clone()).unwrap()).collect();
+        let v: Vec<String> = chunk
+            .iter()
+            .map(|r| String::from_utf8(r.value.clone()).unwrap())
+            .collect();
         let prefix = v[0].rsplit_once('-').unwrap().0.to_owned();
-        assert_eq!(v, vec![format!("{prefix}-0"), format!("{prefix}-1"), format!("{prefix}-2")]);
+        assert_eq!(
+            v,
+            vec![format!("{prefix}-0"), format!("{prefix}-1"), format!("{prefix}-2")]
+        );
     }
 }
 
@@ -157,7 +179,10 @@ pub async fn appends_survive_reopen(h: &dyn Harness) {
     let j = h.open("appends_survive_reopen", 2).await;
     assert_eq!(j.end_offset(1).await.unwrap(), 2);
     let got = j.read(1, 0, 10).await.unwrap();
-    assert_eq!(got.iter().map(|r| r.value.clone()).collect::<Vec<_>>(), vec![b"kept-1".to_vec(), b"kept-2".to_vec()]);
+    assert_eq!(
+        got.iter().map(|r| r.value.clone()).collect::<Vec<_>>(),
+        vec![b"kept-1".to_vec(), b"kept-2".to_vec()]
+    );
     assert_eq!(j.append(1, vec![rec("e", "after")]).await.unwrap(), 2..3);
 }
 

@@ -41,7 +41,10 @@ impl std::str::FromStr for Position {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || format!("{s:?} is not a log position (PARTITION:OFFSET, e.g. 3:1207)");
         let (p, o) = s.split_once(':').ok_or_else(bad)?;
-        Ok(Self { partition: p.parse().map_err(|_| bad())?, offset: o.parse().map_err(|_| bad())? })
+        Ok(Self {
+            partition: p.parse().map_err(|_| bad())?,
+            offset: o.parse().map_err(|_| bad())?,
+        })
     }
 }
 
@@ -92,8 +95,7 @@ pub trait Journal: Send + Sync + 'static {
 
     /// Reads up to `max` records of `partition` starting at offset `from`, in order. Returns an
     /// empty vector at the end of the partition.
-    async fn read(&self, partition: u32, from: Offset, max: usize)
-    -> Result<Vec<StoredRecord>, JournalError>;
+    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError>;
 
     /// The offset the next append to `partition` will get (the number of records in it).
     async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError>;
@@ -119,7 +121,13 @@ impl Follower {
         batch: usize,
     ) -> Result<Self, JournalError> {
         let end = journal.watch(partition)?;
-        Ok(Self { journal, partition, next: from, end, batch: batch.max(1) })
+        Ok(Self {
+            journal,
+            partition,
+            next: from,
+            end,
+            batch: batch.max(1),
+        })
     }
 
     /// The offset of the next record this follower will return.

@@ -60,7 +60,9 @@ impl SqliteJournal {
         )
         .map_err(storage)?;
         let found: Option<String> = conn
-            .query_row("SELECT value FROM journal_meta WHERE key = 'partitions'", [], |r| r.get(0))
+            .query_row("SELECT value FROM journal_meta WHERE key = 'partitions'", [], |r| {
+                r.get(0)
+            })
             .ok();
         match found {
             Some(found) => {
@@ -96,11 +98,9 @@ impl SqliteJournal {
                 }
             }
         }
-        let reader = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(storage)?;
+        let reader =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(storage)?;
         reader.execute_batch("PRAGMA busy_timeout = 5000;").map_err(storage)?;
         let ends = next.iter().map(|&n| watch::Sender::new(n)).collect();
         Ok(Self {
@@ -124,7 +124,10 @@ impl Inner {
         if partition < self.partitions {
             Ok(())
         } else {
-            Err(JournalError::NoSuchPartition { partition, partitions: self.partitions })
+            Err(JournalError::NoSuchPartition {
+                partition,
+                partitions: self.partitions,
+            })
         }
     }
 
@@ -137,9 +140,7 @@ impl Inner {
         let tx = w.conn.transaction().map_err(storage)?;
         {
             let mut stmt = tx
-                .prepare_cached(
-                    "INSERT INTO journal (partition, offset, key, value) VALUES (?1, ?2, ?3, ?4)",
-                )
+                .prepare_cached("INSERT INTO journal (partition, offset, key, value) VALUES (?1, ?2, ?3, ?4)")
                 .map_err(storage)?;
             for (i, record) in records.iter().enumerate() {
                 let offset = first + i as Offset;
@@ -191,12 +192,7 @@ impl Journal for SqliteJournal {
             .map_err(storage)?
     }
 
-    async fn read(
-        &self,
-        partition: u32,
-        from: Offset,
-        max: usize,
-    ) -> Result<Vec<StoredRecord>, JournalError> {
+    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError> {
         self.inner.check(partition)?;
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || inner.read(partition, from, max))

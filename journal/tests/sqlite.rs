@@ -28,6 +28,10 @@ fn partition_count_cannot_change_under_existing_data() {
     drop(SqliteJournal::open(&path, 4).unwrap());
     assert!(matches!(
         SqliteJournal::open(&path, 8),
-        Err(JournalError::PartitionCountMismatch { found: 4, configured: 8, .. })
+        Err(JournalError::PartitionCountMismatch {
+            found: 4,
+            configured: 8,
+            ..
+        })
     ));
 }

@@ -163,7 +163,9 @@ mod tests {
         assert!(matches!(decode(b"{"), Err(DecodeError::Malformed(_))));
         let unknown = br#"{"specversion":"1.0","id":"0190a4b8-0000-7000-8000-000000000001","type":"frontrow.nope","subject":"0190a4b8-0000-7000-8000-000000000002","time":"2026-01-01T00:00:00Z","schemaversion":1,"sequence":1,"data":{}}"#;
         assert!(matches!(decode(unknown), Err(DecodeError::UnknownType(..))));
-        let future = String::from_utf8_lossy(unknown).replace("frontrow.nope", "frontrow.seats.released").replace("\"schemaversion\":1", "\"schemaversion\":9");
+        let future = String::from_utf8_lossy(unknown)
+            .replace("frontrow.nope", "frontrow.seats.released")
+            .replace("\"schemaversion\":1", "\"schemaversion\":9");
         assert!(matches!(decode(future.as_bytes()), Err(DecodeError::UnknownType(_, 9))));
     }
 }

@@ -169,4 +169,3 @@ pub struct PaymentFailed {
     /// The provider's message, if it gave one.
     pub message: Option<String>,
 }
-

@@ -177,6 +177,9 @@ mod tests {
         assert!(CustomerId::parse("a b").is_err());
         assert!(CustomerId::parse(&"x".repeat(65)).is_err());
         assert!(serde_json::from_str::<CustomerId>("\"bad id\"").is_err());
-        assert_eq!(CustomerId::parse("alice@example.com").unwrap().as_str(), "alice@example.com");
+        assert_eq!(
+            CustomerId::parse("alice@example.com").unwrap().as_str(),
+            "alice@example.com"
+        );
     }
 }

@@ -15,11 +15,10 @@ pub mod seatmap;
 
 pub use envelope::{DecodeError, Envelope, decode, encode};
 pub use events::{
-    Event, EventScheduled, Payment, PaymentFailed, PaymentRefunded, RefundReason, ReleaseReason,
-    SeatMapChanged, SeatsBooked, SeatsReleased, SeatsReserved,
+    Event, EventScheduled, Payment, PaymentFailed, PaymentRefunded, RefundReason, ReleaseReason, SeatMapChanged,
+    SeatsBooked, SeatsReleased, SeatsReserved,
 };
 pub use ids::{CustomerId, EventId, InvalidId, OrganizerId, ReservationId};
 pub use seatmap::{
-    Currency, HoldMinutes, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section,
-    SectionCode, TierCode,
+    Currency, HoldMinutes, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section, SectionCode, TierCode,
 };

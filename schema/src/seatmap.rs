@@ -107,8 +107,7 @@ impl FromStr for SeatId {
             reason: format!("{s:?} is not SECTION-ROW-NUMBER (e.g. 101-C-7)"),
         };
         let mut parts = s.split('-');
-        let (Some(section), Some(row), Some(number), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(section), Some(row), Some(number), None) = (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(invalid());
         };
@@ -413,7 +412,14 @@ impl SeatLayout {
             }
             sections.push(first..rows.len());
         }
-        Self { rows, sections, by_row, section_by_code, row_of_seat, map }
+        Self {
+            rows,
+            sections,
+            by_row,
+            section_by_code,
+            row_of_seat,
+            map,
+        }
     }
 
     pub fn map(&self) -> &SeatMap {

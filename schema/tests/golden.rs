@@ -44,7 +44,10 @@ fn seat_map() -> SeatMap {
 }
 
 fn money(amount: i64) -> Money {
-    Money { amount, currency: Currency::parse("EUR").unwrap() }
+    Money {
+        amount,
+        currency: Currency::parse("EUR").unwrap(),
+    }
 }
 
 fn seats(ids: &[&str]) -> Vec<SeatId> {
@@ -52,7 +55,11 @@ fn seats(ids: &[&str]) -> Vec<SeatId> {
 }
 
 fn payment(evt: &str, amount: i64) -> Payment {
-    Payment { provider_event_id: evt.into(), payment_intent: "pi_3Nx".into(), amount: money(amount) }
+    Payment {
+        provider_event_id: evt.into(),
+        payment_intent: "pi_3Nx".into(),
+        amount: money(amount),
+    }
 }
 
 fn cases() -> Vec<(&'static str, Envelope)> {
@@ -79,7 +86,10 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                 }),
             ),
         ),
-        ("seat_map_changed", envelope(2, Event::SeatMapChanged(SeatMapChanged { seat_map: seat_map() }))),
+        (
+            "seat_map_changed",
+            envelope(2, Event::SeatMapChanged(SeatMapChanged { seat_map: seat_map() })),
+        ),
         (
             "seats_reserved",
             envelope(
@@ -185,7 +195,16 @@ fn golden_files_are_cloudevents() {
     for entry in std::fs::read_dir(golden_dir()).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-        for attr in ["specversion", "id", "source", "type", "subject", "time", "datacontenttype", "data"] {
+        for attr in [
+            "specversion",
+            "id",
+            "source",
+            "type",
+            "subject",
+            "time",
+            "datacontenttype",
+            "data",
+        ] {
             assert!(v.get(attr).is_some(), "missing CloudEvents attribute {attr}");
         }
         assert_eq!(v["specversion"], "1.0");

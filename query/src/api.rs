@@ -1,0 +1,286 @@
+//! The read API: events, their seat maps and live availability.
+//!
+//! Every event read carries the event's version as a strong `ETag` (`"PARTITION-OFFSET"`, the
+//! log position of the last record that changed it), answers `304 Not Modified` to a matching
+//! `If-None-Match`, and allows shared caches to keep it for a second and serve it stale while
+//! they revalidate: seats move fast, but a CDN in front still absorbs an onsale's peak.
+//!
+//! A client that just wrote through the command API can pass the position it got back as
+//! `?after=PARTITION:OFFSET`; the read then waits (up to `wait_ms`) until this node has applied
+//! that position, and answers `503` with `Retry-After` if it does not in time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use frontrow_http::{ApiPath, ApiQuery, Problem};
+use frontrow_journal::Position;
+use frontrow_schema::EventId;
+use serde::Deserialize;
+use utoipa::{IntoParams, OpenApi};
+
+use crate::catalog::Catalog;
+use crate::views::{
+    AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SectionAvailability,
+};
+
+/// Short because seats move fast; `stale-while-revalidate` lets a CDN answer a peak from its
+/// copy while it fetches the next version.
+pub const CACHE_CONTROL_VALUE: &str = "public, max-age=1, stale-while-revalidate=5";
+/// How long `?after=` waits when the client does not say.
+pub const DEFAULT_WAIT_MS: u64 = 2_000;
+/// The longest `?after=` may wait.
+pub const MAX_WAIT_MS: u64 = 10_000;
+
+/// The query side's OpenAPI description.
+#[derive(OpenApi)]
+#[openapi(
+    paths(list_events, event_details, availability),
+    components(schemas(
+        EventList, EventSummary, EventDetails, AvailabilityMap, SectionAvailability,
+        RowAvailability, SeatCounts, Legend, Problem
+    )),
+    tags((name = "events", description = "Events, seat maps and live availability"))
+)]
+pub struct QueryApi;
+
+/// The read API over `catalog`.
+pub fn router(catalog: Arc<Catalog>) -> Router {
+    Router::new()
+        .route("/events", get(list_events))
+        .route("/events/{event_id}", get(event_details))
+        .route("/events/{event_id}/availability", get(availability))
+        .with_state(catalog)
+}
+
+/// Read-your-writes: answer only once a position the client wrote is visible here.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReadAfter {
+    /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
+    /// has applied it.
+    #[param(example = "3:1207")]
+    after: Option<String>,
+    /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
+    #[param(minimum = 0, maximum = 10000, default = 2000)]
+    wait_ms: Option<u64>,
+}
+
+impl ReadAfter {
+    /// Waits for `after`, if given.
+    async fn wait(&self, catalog: &Catalog) -> Result<(), Problem> {
+        let wait_ms = self.wait_ms.unwrap_or(DEFAULT_WAIT_MS);
+        if wait_ms > MAX_WAIT_MS {
+            return Err(Problem::bad_request(
+                "bad-query",
+                format!("wait_ms must be 0 to {MAX_WAIT_MS}, not {wait_ms}"),
+            ));
+        }
+        let Some(after) = &self.after else {
+            return Ok(());
+        };
+        let position: Position = after
+            .parse()
+            .map_err(|e: String| Problem::bad_request("bad-position", e))?;
+        if position.partition >= catalog.partitions() {
+            return Err(Problem::bad_request(
+                "bad-position",
+                format!(
+                    "the journal has no partition {} (it has {})",
+                    position.partition,
+                    catalog.partitions()
+                ),
+            ));
+        }
+        if catalog.wait_for(position, Duration::from_millis(wait_ms)).await {
+            Ok(())
+        } else {
+            Err(Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "position-not-visible",
+                format!("this node has not applied position {position} yet; try again"),
+            )
+            .with("position", position.to_string())
+            .retry_after(1))
+        }
+    }
+}
+
+fn unknown_event(event_id: &EventId) -> Problem {
+    Problem::not_found(format!("there is no event {event_id}"))
+}
+
+/// The strong entity tag of an event version.
+pub fn etag(version: Position) -> String {
+    format!("\"{}-{}\"", version.partition, version.offset)
+}
+
+/// Whether `If-None-Match` matches `etag` (weak comparison, as RFC 9110 asks for this header).
+fn none_match(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+}
+
+/// A cacheable JSON answer of one event version, or `304` when the client has it.
+fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() -> Bytes) -> Response {
+    let tag = etag(version);
+    // Digits, a dash and quotes are always a valid header value.
+    let tag_value = HeaderValue::from_str(&tag).expect("etag is a valid header value");
+    let cache = HeaderValue::from_static(CACHE_CONTROL_VALUE);
+    if none_match(headers, &tag) {
+        return (StatusCode::NOT_MODIFIED, [(ETAG, tag_value), (CACHE_CONTROL, cache)]).into_response();
+    }
+    let json = HeaderValue::from_static("application/json");
+    (
+        [(CONTENT_TYPE, json), (ETAG, tag_value), (CACHE_CONTROL, cache)],
+        body(),
+    )
+        .into_response()
+}
+
+/// Every event, soonest first.
+#[utoipa::path(
+    get,
+    path = "/events",
+    tag = "events",
+    params(ReadAfter),
+    responses(
+        (status = 200, description = "Every event, soonest first", body = EventList,
+            headers(("Cache-Control" = String))),
+        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 503, description = "`after` not visible in time", body = Problem,
+            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+    )
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list_events(
+    State(catalog): State<Arc<Catalog>>,
+    ApiQuery(read): ApiQuery<ReadAfter>,
+) -> Result<Response, Problem> {
+    read.wait(&catalog).await?;
+    let list = EventList {
+        events: catalog.events(),
+    };
+    let body = serde_json::to_vec(&list).map_err(Problem::internal)?;
+    let headers = [
+        (CONTENT_TYPE, HeaderValue::from_static("application/json")),
+        (CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE)),
+    ];
+    Ok((headers, body).into_response())
+}
+
+/// One event with its seat map, hold time and order limit.
+#[utoipa::path(
+    get,
+    path = "/events/{event_id}",
+    tag = "events",
+    params(
+        ("event_id" = EventId, Path, description = "The event"),
+        ("If-None-Match" = Option<String>, Header, description = "ETags the client already has"),
+        ReadAfter,
+    ),
+    responses(
+        (status = 200, description = "The event", body = EventDetails,
+            headers(("ETag" = String), ("Cache-Control" = String))),
+        (status = 304, description = "The client's copy is current"),
+        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such event", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 503, description = "`after` not visible in time", body = Problem,
+            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+    )
+)]
+#[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
+async fn event_details(
+    State(catalog): State<Arc<Catalog>>,
+    ApiPath(event_id): ApiPath<EventId>,
+    ApiQuery(read): ApiQuery<ReadAfter>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    read.wait(&catalog).await?;
+    let (version, details) = catalog
+        .with_event(&event_id, |e| (e.position(), e.details()))
+        .ok_or_else(|| unknown_event(&event_id))?;
+    let body = serde_json::to_vec(&details).map_err(Problem::internal)?;
+    Ok(versioned_json(&headers, version, || Bytes::from(body)))
+}
+
+/// The live availability map of one event: counts per section and one letter per seat.
+#[utoipa::path(
+    get,
+    path = "/events/{event_id}/availability",
+    tag = "events",
+    params(
+        ("event_id" = EventId, Path, description = "The event"),
+        ("If-None-Match" = Option<String>, Header, description = "ETags the client already has"),
+        ReadAfter,
+    ),
+    responses(
+        (status = 200, description = "The availability map", body = AvailabilityMap,
+            headers(("ETag" = String, description = "\"PARTITION-OFFSET\" of the last change"),
+                    ("Cache-Control" = String))),
+        (status = 304, description = "The client's copy is current",
+            headers(("ETag" = String), ("Cache-Control" = String))),
+        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such event", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 503, description = "`after` not visible in time", body = Problem,
+            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+    )
+)]
+#[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
+async fn availability(
+    State(catalog): State<Arc<Catalog>>,
+    ApiPath(event_id): ApiPath<EventId>,
+    ApiQuery(read): ApiQuery<ReadAfter>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    read.wait(&catalog).await?;
+    let (version, body) = catalog
+        .availability_body(&event_id)
+        .ok_or_else(|| unknown_event(&event_id))?;
+    Ok(versioned_json(&headers, version, || body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append(IF_NONE_MATCH, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn if_none_match_handles_lists_stars_and_weak_tags() {
+        let tag = etag(Position {
+            partition: 2,
+            offset: 41,
+        });
+        assert_eq!(tag, "\"2-41\"");
+        assert!(none_match(&headers(&["\"2-41\""]), &tag));
+        assert!(none_match(&headers(&["\"1-1\", W/\"2-41\""]), &tag));
+        assert!(none_match(&headers(&["\"1-1\"", "\"2-41\""]), &tag));
+        assert!(none_match(&headers(&["*"]), &tag));
+        assert!(!none_match(&headers(&["\"2-4\""]), &tag));
+        assert!(!none_match(&headers(&["2-41"]), &tag));
+        assert!(!none_match(&HeaderMap::new(), &tag));
+    }
+}

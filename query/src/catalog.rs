@@ -1,0 +1,253 @@
+//! The events and their live availability, kept in memory by following the journal.
+//!
+//! A [`Catalog`] runs one task per journal partition. Each task follows its partition from the
+//! first record, decodes every envelope and applies it to the [`LiveEvent`]s of that partition,
+//! then publishes how far it got. Readers take a shared lock on one partition's events for the
+//! time it takes to copy a count or clone the cached availability [`Bytes`], so the hot read
+//! path never serialises a map twice for the same version and never waits on I/O.
+//!
+//! Every applied record makes the partition's position (the next offset to apply) visible
+//! through a `watch` channel, which is what read-your-writes waits on: a command answers with
+//! the position it wrote, and [`Catalog::wait_for`] returns once that position is applied here.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use frontrow_journal::{Follower, Journal, Offset, Position, StoredRecord};
+use frontrow_schema::partition::partition_of;
+use frontrow_schema::{Envelope, Event, EventId, SeatId, decode};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tracing::{debug, error, info, warn};
+
+use crate::live::LiveEvent;
+use crate::views::{AvailabilityMap, EventDetails, EventSummary, SeatCounts, SeatStatus};
+
+/// How many records a follower reads and applies under one write lock.
+const BATCH: usize = 512;
+/// The longest pause between retries of a failing journal read.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Every event the journal has scheduled, with the live status of its seats.
+pub struct Catalog {
+    partitions: Vec<Partition>,
+}
+
+/// The events of one journal partition and how far its follower got.
+struct Partition {
+    events: RwLock<HashMap<EventId, LiveEvent>>,
+    /// The next offset to apply: every record before it is visible to readers.
+    applied: watch::Sender<Offset>,
+    /// The partition's end when the node started; reaching it means this partition caught up.
+    end_at_start: Offset,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let applied: Vec<Offset> = self.partitions.iter().map(|p| *p.applied.borrow()).collect();
+        f.debug_struct("Catalog")
+            .field("applied", &applied)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Catalog {
+    /// Starts following every partition of `journal` from its first record. Returns once each
+    /// partition's current end has been recorded (see [`Catalog::is_caught_up`]), with the
+    /// follower tasks, which run until the journal closes.
+    pub async fn start(journal: Arc<dyn Journal>) -> anyhow::Result<(Arc<Self>, Vec<JoinHandle<()>>)> {
+        let count = journal.partitions();
+        let mut partitions = Vec::with_capacity(count as usize);
+        let mut followers = Vec::with_capacity(count as usize);
+        for partition in 0..count {
+            let end_at_start = journal
+                .end_offset(partition)
+                .await
+                .with_context(|| format!("reading the end of journal partition {partition}"))?;
+            let follower = Follower::new(journal.clone(), partition, 0, BATCH)
+                .with_context(|| format!("following journal partition {partition}"))?;
+            partitions.push(Partition {
+                events: RwLock::new(HashMap::new()),
+                applied: watch::Sender::new(0),
+                end_at_start,
+            });
+            followers.push(follower);
+        }
+        let catalog = Arc::new(Self { partitions });
+        let tasks = followers
+            .into_iter()
+            .map(|f| tokio::spawn(catalog.clone().follow(f)))
+            .collect();
+        info!(partitions = count, "query node following the journal");
+        Ok((catalog, tasks))
+    }
+
+    async fn follow(self: Arc<Self>, mut follower: Follower) {
+        let partition = follower.partition();
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            match follower.next_batch().await {
+                Some(Ok(records)) => {
+                    backoff = Duration::from_millis(50);
+                    self.apply(partition, &records, follower.position());
+                }
+                Some(Err(e)) if e.is_transient() => {
+                    warn!(partition, error = %e, retry_ms = backoff.as_millis() as u64, "journal read failed, retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                Some(Err(e)) => {
+                    error!(partition, error = %e, "journal read failed, follower stopped");
+                    return;
+                }
+                None => {
+                    info!(partition, "journal closed, follower stopped");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Applies one batch read from `partition` and makes everything before `next` visible.
+    fn apply(&self, partition: u32, records: &[StoredRecord], next: Offset) {
+        // Decode before taking the lock: readers only wait for the cheap part.
+        let envelopes: Vec<(Position, Envelope)> = records
+            .iter()
+            .filter_map(|r| match decode(&r.value) {
+                Ok(envelope) => Some((
+                    Position {
+                        partition,
+                        offset: r.offset,
+                    },
+                    envelope,
+                )),
+                Err(e) => {
+                    warn!(partition, offset = r.offset, error = %e, "undecodable record skipped");
+                    None
+                }
+            })
+            .collect();
+        let part = &self.partitions[partition as usize];
+        {
+            let mut events = part.events.write().unwrap_or_else(PoisonError::into_inner);
+            for (at, envelope) in &envelopes {
+                self.apply_one(&mut events, *at, envelope);
+            }
+        }
+        // Publish after the lock is released, so whoever wakes up sees the new state.
+        part.applied.send_replace(next);
+    }
+
+    fn apply_one(&self, events: &mut HashMap<EventId, LiveEvent>, at: Position, envelope: &Envelope) {
+        let event_id = envelope.event_id;
+        if partition_of(&event_id, self.partitions()) != at.partition {
+            warn!(position = %at, %event_id, "record of an event that belongs to another partition skipped");
+            return;
+        }
+        match (&envelope.event, events.entry(event_id)) {
+            (Event::EventScheduled(scheduled), Entry::Vacant(slot)) => {
+                slot.insert(LiveEvent::scheduled(scheduled, at));
+            }
+            (Event::EventScheduled(_), Entry::Occupied(_)) => {
+                warn!(position = %at, %event_id, "event scheduled twice, first schedule kept");
+            }
+            (fact, Entry::Occupied(mut slot)) => {
+                let applied = slot.get_mut().apply(fact, at);
+                if applied.unknown_seats > 0 {
+                    warn!(
+                        position = %at, %event_id, kind = fact.type_name(), seats = applied.unknown_seats,
+                        "seats not in the seat map skipped"
+                    );
+                }
+            }
+            (fact, Entry::Vacant(_)) => {
+                debug!(position = %at, %event_id, kind = fact.type_name(), "fact about an unscheduled event skipped");
+            }
+        }
+    }
+
+    /// How many partitions the followed journal has.
+    pub fn partitions(&self) -> u32 {
+        self.partitions.len() as u32
+    }
+
+    /// The next offset of `partition` to apply (everything before it is visible), or `None`
+    /// for a partition the journal does not have.
+    pub fn applied(&self, partition: u32) -> Option<Offset> {
+        self.partitions.get(partition as usize).map(|p| *p.applied.borrow())
+    }
+
+    /// Whether every partition has applied at least the records it had when the node started:
+    /// the node answers with data as fresh as at its start (readiness).
+    pub fn is_caught_up(&self) -> bool {
+        self.partitions.iter().all(|p| *p.applied.borrow() >= p.end_at_start)
+    }
+
+    /// Whether the record at `position` has been applied here.
+    pub fn is_visible(&self, position: Position) -> bool {
+        self.applied(position.partition)
+            .is_some_and(|next| next > position.offset)
+    }
+
+    /// Waits until the record at `position` has been applied here; `false` if it is not within
+    /// `timeout` (or the partition does not exist).
+    pub async fn wait_for(&self, position: Position, timeout: Duration) -> bool {
+        let Some(part) = self.partitions.get(position.partition as usize) else {
+            return false;
+        };
+        let mut applied = part.applied.subscribe();
+        let visible = applied.wait_for(|&next| next > position.offset);
+        matches!(tokio::time::timeout(timeout, visible).await, Ok(Ok(_)))
+    }
+
+    /// Reads one event under its partition's shared lock.
+    pub(crate) fn with_event<T>(&self, event_id: &EventId, read: impl FnOnce(&LiveEvent) -> T) -> Option<T> {
+        let part = &self.partitions[partition_of(event_id, self.partitions()) as usize];
+        let events = part.events.read().unwrap_or_else(PoisonError::into_inner);
+        events.get(event_id).map(read)
+    }
+
+    /// Every event, soonest first.
+    pub fn events(&self) -> Vec<EventSummary> {
+        let mut events: Vec<EventSummary> = self
+            .partitions
+            .iter()
+            .flat_map(|p| {
+                let events = p.events.read().unwrap_or_else(PoisonError::into_inner);
+                events.values().map(LiveEvent::summary).collect::<Vec<_>>()
+            })
+            .collect();
+        events.sort_by_key(|e| (e.starts_at, e.event_id));
+        events
+    }
+
+    pub fn details(&self, event_id: &EventId) -> Option<EventDetails> {
+        self.with_event(event_id, LiveEvent::details)
+    }
+
+    pub fn counts(&self, event_id: &EventId) -> Option<SeatCounts> {
+        self.with_event(event_id, LiveEvent::counts)
+    }
+
+    /// The position of the last record that changed the event: its version.
+    pub fn version(&self, event_id: &EventId) -> Option<Position> {
+        self.with_event(event_id, LiveEvent::position)
+    }
+
+    pub fn seat_status(&self, event_id: &EventId, seat: &SeatId) -> Option<SeatStatus> {
+        self.with_event(event_id, |e| e.status(seat)).flatten()
+    }
+
+    pub fn availability(&self, event_id: &EventId) -> Option<AvailabilityMap> {
+        self.with_event(event_id, LiveEvent::availability)
+    }
+
+    /// The event's version and its availability map as JSON, serialized once per version.
+    pub fn availability_body(&self, event_id: &EventId) -> Option<(Position, Bytes)> {
+        self.with_event(event_id, |e| (e.position(), e.availability_body()))
+    }
+}

@@ -1,0 +1,23 @@
+//! FrontRow's query side: what fans read while an onsale runs.
+//!
+//! A query node follows every partition of the journal and keeps each event's availability in
+//! memory ([`Catalog`]), updated from the event stream rather than by polling a database. The
+//! read API ([`router`], documented by [`QueryApi`]) serves event details and a compact live
+//! seat map per event with an `ETag` taken from the log, `304` revalidation and CDN-friendly
+//! `Cache-Control`. Command responses carry the log position they wrote; a read may ask to wait
+//! until this node has applied it (read your own writes).
+//!
+//! [`live`] is the pure per-event state, [`catalog`] the followers and the shared state,
+//! [`views`] the JSON shapes, [`api`] the HTTP handlers.
+
+pub mod api;
+pub mod catalog;
+pub mod live;
+pub mod views;
+
+pub use api::{QueryApi, router};
+pub use catalog::Catalog;
+pub use views::{
+    AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus,
+    SectionAvailability,
+};

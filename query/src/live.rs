@@ -1,0 +1,347 @@
+//! One event's live state on the query side: what it is, and where each of its seats stands.
+//!
+//! [`LiveEvent`] is pure: it is created from an `EventScheduled` fact and then only records the
+//! facts that follow (`apply`), with no I/O, clock or locking of its own. Seats are kept as one
+//! [`SeatStatus`] byte per seat of the flat [`SeatLayout`] index, with running counts per section
+//! so that reading counts never walks the seats. The serialized availability map is built at most
+//! once per change and then served as shared [`Bytes`].
+
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use frontrow_journal::Position;
+use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::{Event, EventScheduled, SeatId};
+
+use crate::views::{
+    AvailabilityMap, EventDetails, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus, SectionAvailability,
+};
+
+/// An event and the live status of its seats.
+#[derive(Debug)]
+pub struct LiveEvent {
+    /// The schedule as announced; its `seat_map` is stale after a `SeatMapChanged` (the current
+    /// map is `layout.map()`).
+    info: EventScheduled,
+    layout: SeatLayout,
+    /// One entry per flat seat index.
+    seats: Vec<SeatStatus>,
+    /// Counts per section, in the layout's section order.
+    sections: Vec<SeatCounts>,
+    total: SeatCounts,
+    /// The last record that changed this event: the version behind its `ETag`.
+    position: Position,
+    /// The JSON availability map of this version, built on first read.
+    body: OnceLock<Bytes>,
+}
+
+/// What applying one fact did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Applied {
+    /// The event's state (and so its version) changed.
+    pub changed: bool,
+    /// Seats named by the fact that the current seat map does not have; they were skipped.
+    pub unknown_seats: usize,
+}
+
+impl LiveEvent {
+    /// A newly scheduled event with every seat available.
+    pub fn scheduled(info: &EventScheduled, at: Position) -> Self {
+        let mut event = Self {
+            info: info.clone(),
+            layout: SeatLayout::new(info.seat_map.clone()),
+            seats: Vec::new(),
+            sections: Vec::new(),
+            total: SeatCounts::default(),
+            position: at,
+            body: OnceLock::new(),
+        };
+        event.reset_seats();
+        event
+    }
+
+    /// Records a fact about this event that was read at `at`.
+    pub fn apply(&mut self, event: &Event, at: Position) -> Applied {
+        let mut applied = Applied::default();
+        match event {
+            Event::EventScheduled(_) => {}
+            Event::SeatMapChanged(e) => {
+                self.layout = SeatLayout::new(e.seat_map.clone());
+                self.reset_seats();
+                applied.changed = true;
+            }
+            Event::SeatsReserved(e) => applied = self.set(&e.seats, SeatStatus::Held),
+            Event::SeatsBooked(e) => applied = self.set(&e.seats, SeatStatus::Booked),
+            Event::SeatsReleased(e) => applied = self.set(&e.seats, SeatStatus::Available),
+            Event::PaymentRefunded(_) | Event::PaymentFailed(_) => {}
+        }
+        if applied.changed {
+            self.position = at;
+            self.body = OnceLock::new();
+        }
+        applied
+    }
+
+    fn reset_seats(&mut self) {
+        self.seats = vec![SeatStatus::Available; self.layout.len()];
+        self.sections = (0..self.layout.section_count())
+            .map(|s| {
+                let seats = self.layout.section_rows(s).iter().map(|r| u32::from(r.seats)).sum();
+                SeatCounts::all_available(seats)
+            })
+            .collect();
+        self.total = SeatCounts::all_available(self.seats.len() as u32);
+    }
+
+    fn set(&mut self, seats: &[SeatId], to: SeatStatus) -> Applied {
+        let mut applied = Applied {
+            changed: true,
+            unknown_seats: 0,
+        };
+        for seat in seats {
+            let Some(index) = self.layout.index_of(seat) else {
+                applied.unknown_seats += 1;
+                continue;
+            };
+            let from = std::mem::replace(&mut self.seats[index as usize], to);
+            if from != to {
+                let section = self.layout.row_of(index).section as usize;
+                self.sections[section].moved(from, to);
+                self.total.moved(from, to);
+            }
+        }
+        applied
+    }
+
+    pub fn info(&self) -> &EventScheduled {
+        &self.info
+    }
+
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    pub fn counts(&self) -> SeatCounts {
+        self.total
+    }
+
+    /// The status of one seat, if the current seat map has it.
+    pub fn status(&self, seat: &SeatId) -> Option<SeatStatus> {
+        self.layout.index_of(seat).map(|i| self.seats[i as usize])
+    }
+
+    pub fn summary(&self) -> EventSummary {
+        let i = &self.info;
+        EventSummary {
+            event_id: i.event_id,
+            title: i.title.clone(),
+            artist: i.artist.clone(),
+            venue: i.venue.clone(),
+            city: i.city.clone(),
+            starts_at: i.starts_at,
+            onsale_at: i.onsale_at,
+            currency: i.currency,
+            seats: self.total,
+        }
+    }
+
+    pub fn details(&self) -> EventDetails {
+        let i = &self.info;
+        EventDetails {
+            event_id: i.event_id,
+            title: i.title.clone(),
+            artist: i.artist.clone(),
+            venue: i.venue.clone(),
+            city: i.city.clone(),
+            starts_at: i.starts_at,
+            onsale_at: i.onsale_at,
+            currency: i.currency,
+            hold_minutes: i.hold_minutes.minutes(),
+            max_seats_per_order: i.max_seats_per_order,
+            seats: self.total,
+            seat_map: self.layout.map().clone(),
+            position: self.position.to_string(),
+        }
+    }
+
+    /// The availability map of the current version.
+    pub fn availability(&self) -> AvailabilityMap {
+        let map = self.layout.map();
+        let sections = map
+            .sections
+            .iter()
+            .zip(&self.sections)
+            .enumerate()
+            .map(|(si, (section, counts))| SectionAvailability {
+                code: section.code.clone(),
+                name: section.name.clone(),
+                available: counts.available,
+                held: counts.held,
+                booked: counts.booked,
+                rows: section
+                    .rows
+                    .iter()
+                    .zip(self.layout.section_rows(si))
+                    .map(|(row, span)| {
+                        let start = span.start as usize;
+                        let seats = &self.seats[start..start + usize::from(span.seats)];
+                        RowAvailability {
+                            name: row.name.clone(),
+                            tier: row.tier.clone(),
+                            price: span.price,
+                            seats: seats.iter().map(|s| s.letter()).collect(),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        AvailabilityMap {
+            event_id: self.info.event_id,
+            position: self.position.to_string(),
+            seats: self.total,
+            legend: Legend::SEATS,
+            sections,
+        }
+    }
+
+    /// The availability map as JSON, serialized once per version and shared after that.
+    pub fn availability_body(&self) -> Bytes {
+        self.body
+            .get_or_init(|| {
+                // Plain structs of strings and numbers always serialise.
+                Bytes::from(serde_json::to_vec(&self.availability()).expect("availability serialises"))
+            })
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use frontrow_schema::*;
+
+    use super::*;
+
+    fn at(offset: u64) -> Position {
+        Position { partition: 0, offset }
+    }
+
+    fn scheduled() -> EventScheduled {
+        EventScheduled {
+            event_id: EventId::new(),
+            organizer: OrganizerId::parse("acme").unwrap(),
+            title: "Night".into(),
+            artist: "Band".into(),
+            venue: "Hall".into(),
+            city: "Lyon".into(),
+            starts_at: Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap(),
+            onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
+            hold_minutes: HoldMinutes::DEFAULT,
+            max_seats_per_order: 6,
+            currency: Currency::parse("EUR").unwrap(),
+            seat_map: serde_json::from_value(serde_json::json!({
+                "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
+                          {"code": "STD", "name": "Standard", "price": 4500}],
+                "sections": [
+                    {"code": "A", "name": "Floor A", "rows": [
+                        {"name": "1", "seats": 4, "tier": "GOLD"},
+                        {"name": "2", "seats": 3, "tier": "STD"}]},
+                    {"code": "B", "name": "Balcony", "rows": [
+                        {"name": "1", "seats": 2, "tier": "STD"}]}
+                ]
+            }))
+            .unwrap(),
+        }
+    }
+
+    fn seats(ids: &[&str]) -> Vec<SeatId> {
+        ids.iter().map(|s| s.parse().unwrap()).collect()
+    }
+
+    fn reserved(ids: &[&str]) -> Event {
+        Event::SeatsReserved(SeatsReserved {
+            reservation_id: ReservationId::new(),
+            customer: CustomerId::parse("alice").unwrap(),
+            seats: seats(ids),
+            hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 0).unwrap(),
+            amount: Money {
+                amount: 0,
+                currency: Currency::parse("EUR").unwrap(),
+            },
+        })
+    }
+
+    #[test]
+    fn holds_show_in_counts_and_letters() {
+        let mut event = LiveEvent::scheduled(&scheduled(), at(0));
+        assert_eq!(
+            event.counts(),
+            SeatCounts {
+                total: 9,
+                available: 9,
+                held: 0,
+                booked: 0
+            }
+        );
+        let applied = event.apply(&reserved(&["A-1-2", "B-1-1", "Z-9-9"]), at(4));
+        assert_eq!(
+            applied,
+            Applied {
+                changed: true,
+                unknown_seats: 1
+            }
+        );
+        assert_eq!(event.position(), at(4));
+        assert_eq!(
+            event.counts(),
+            SeatCounts {
+                total: 9,
+                available: 7,
+                held: 2,
+                booked: 0
+            }
+        );
+        let map = event.availability();
+        assert_eq!(map.sections[0].rows[0].seats, "AHAA");
+        assert_eq!(map.sections[0].rows[1].seats, "AAA");
+        assert_eq!(map.sections[1].rows[0].seats, "HA");
+        assert_eq!((map.sections[0].held, map.sections[1].held), (1, 1));
+        assert_eq!(map.sections[0].rows[0].price, 9900);
+    }
+
+    #[test]
+    fn payment_facts_do_not_change_the_version() {
+        let mut event = LiveEvent::scheduled(&scheduled(), at(0));
+        let body = event.availability_body();
+        let failed = Event::PaymentFailed(PaymentFailed {
+            reservation_id: ReservationId::new(),
+            provider_event_id: "evt_1".into(),
+            payment_intent: "pi_1".into(),
+            message: None,
+        });
+        assert!(!event.apply(&failed, at(1)).changed);
+        assert_eq!(event.position(), at(0));
+        // The cached body is the same allocation, not a rebuilt copy.
+        assert_eq!(event.availability_body().as_ptr(), body.as_ptr());
+    }
+
+    #[test]
+    fn a_new_seat_map_frees_every_seat() {
+        let mut event = LiveEvent::scheduled(&scheduled(), at(0));
+        event.apply(&reserved(&["A-1-1"]), at(1));
+        let mut map = scheduled().seat_map;
+        map.sections.pop();
+        event.apply(&Event::SeatMapChanged(SeatMapChanged { seat_map: map }), at(2));
+        assert_eq!(
+            event.counts(),
+            SeatCounts {
+                total: 7,
+                available: 7,
+                held: 0,
+                booked: 0
+            }
+        );
+        assert_eq!(event.status(&"B-1-1".parse().unwrap()), None);
+        assert_eq!(event.details().seat_map.sections.len(), 1);
+    }
+}

@@ -1,0 +1,176 @@
+//! What the query side answers, in the API's words.
+//!
+//! These are the JSON shapes of the read API and their OpenAPI schemas. The availability map is
+//! deliberately compact: one status letter per seat in a string per row, so a 50,000-seat venue
+//! is about 100 KB instead of a 50,000-element array of objects.
+
+use chrono::{DateTime, Utc};
+use frontrow_schema::seatmap::RowName;
+use frontrow_schema::{Currency, EventId, SeatMap, SectionCode, TierCode};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// Where one seat stands. Stored as one byte per seat; shown as one letter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum SeatStatus {
+    #[default]
+    Available,
+    /// Reserved by someone until their hold ends or they pay.
+    Held,
+    Booked,
+}
+
+impl SeatStatus {
+    /// The letter of this status in an availability map's row strings.
+    pub fn letter(self) -> char {
+        match self {
+            SeatStatus::Available => 'A',
+            SeatStatus::Held => 'H',
+            SeatStatus::Booked => 'B',
+        }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SeatStatus::Available => "available",
+            SeatStatus::Held => "held",
+            SeatStatus::Booked => "booked",
+        }
+    }
+}
+
+/// How many seats are in each state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, ToSchema)]
+pub struct SeatCounts {
+    pub total: u32,
+    pub available: u32,
+    pub held: u32,
+    pub booked: u32,
+}
+
+impl SeatCounts {
+    pub(crate) fn all_available(total: u32) -> Self {
+        Self {
+            total,
+            available: total,
+            held: 0,
+            booked: 0,
+        }
+    }
+
+    pub(crate) fn slot(&mut self, status: SeatStatus) -> &mut u32 {
+        match status {
+            SeatStatus::Available => &mut self.available,
+            SeatStatus::Held => &mut self.held,
+            SeatStatus::Booked => &mut self.booked,
+        }
+    }
+
+    /// Moves one seat from `from` to `to`.
+    pub(crate) fn moved(&mut self, from: SeatStatus, to: SeatStatus) {
+        *self.slot(from) -= 1;
+        *self.slot(to) += 1;
+    }
+}
+
+/// What each letter of a row's `seats` string means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Legend {
+    #[serde(rename = "A")]
+    #[schema(example = "available")]
+    pub available: &'static str,
+    #[serde(rename = "H")]
+    #[schema(example = "held")]
+    pub held: &'static str,
+    #[serde(rename = "B")]
+    #[schema(example = "booked")]
+    pub booked: &'static str,
+}
+
+impl Legend {
+    pub const SEATS: Legend = Legend {
+        available: SeatStatus::Available.as_str(),
+        held: SeatStatus::Held.as_str(),
+        booked: SeatStatus::Booked.as_str(),
+    };
+}
+
+/// The live seat map of one event: counts, and one letter per seat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct AvailabilityMap {
+    pub event_id: EventId,
+    /// The log position (`PARTITION:OFFSET`) of the last change to this event; the `ETag` is
+    /// derived from it.
+    #[schema(example = "3:1207")]
+    pub position: String,
+    pub seats: SeatCounts,
+    /// Always [`Legend::SEATS`].
+    pub legend: Legend,
+    pub sections: Vec<SectionAvailability>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct SectionAvailability {
+    pub code: SectionCode,
+    pub name: String,
+    pub available: u32,
+    pub held: u32,
+    pub booked: u32,
+    /// Front to back.
+    pub rows: Vec<RowAvailability>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct RowAvailability {
+    pub name: RowName,
+    pub tier: TierCode,
+    /// Price of each seat of the row, in minor units of the event's currency.
+    pub price: i64,
+    /// One letter per seat (see `legend`): seat number N is character N-1.
+    #[schema(example = "AAHBAA")]
+    pub seats: String,
+}
+
+/// One event in the list of events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct EventSummary {
+    pub event_id: EventId,
+    pub title: String,
+    pub artist: String,
+    pub venue: String,
+    pub city: String,
+    pub starts_at: DateTime<Utc>,
+    pub onsale_at: DateTime<Utc>,
+    pub currency: Currency,
+    pub seats: SeatCounts,
+}
+
+/// Every known event, soonest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct EventList {
+    pub events: Vec<EventSummary>,
+}
+
+/// One event with its seat map.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct EventDetails {
+    pub event_id: EventId,
+    pub title: String,
+    pub artist: String,
+    pub venue: String,
+    pub city: String,
+    pub starts_at: DateTime<Utc>,
+    pub onsale_at: DateTime<Utc>,
+    pub currency: Currency,
+    /// How long a reservation holds its seats.
+    #[schema(example = 10)]
+    pub hold_minutes: u8,
+    pub max_seats_per_order: u8,
+    pub seats: SeatCounts,
+    /// Sections, rows (seat count and price tier) and the price tiers.
+    pub seat_map: SeatMap,
+    /// The log position of the last change to this event.
+    #[schema(example = "3:1207")]
+    pub position: String,
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Stop local services: down.sh [postgres|kafka|opensearch ...] (all when none named).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+services=("$@")
+[ ${#services[@]} -gt 0 ] || services=("${FR_ALL_SERVICES[@]}")
+check_services "${services[@]}"
+for s in "${services[@]}"; do
+  "${s}_down"
+done

@@ -1,0 +1,118 @@
+# Apache Kafka, single node in KRaft mode (combined broker + controller), jars from Maven Central.
+# Sourced by lib.sh; defines kafka_{running,prepare,start,wait,ready,down}.
+
+KAFKA_VERSION=4.4.0
+KAFKA_LOG4J_VERSION=2.25.5 # the log4j-api/-core version kafka_2.13 $KAFKA_VERSION brings
+KAFKA_PORT=${FRONTROW_KAFKA_PORT:-9092}
+KAFKA_CONTROLLER_PORT=${FRONTROW_KAFKA_CONTROLLER_PORT:-9093}
+KAFKA_DIR=$FR_DIR/kafka
+KAFKA_PID=$KAFKA_DIR/kafka.pid
+KAFKA_LOG=$KAFKA_DIR/logs/server.log
+KAFKA_OUT=$KAFKA_DIR/logs/stdout.log
+KAFKA_MARKER=$KAFKA_DIR/server.properties # appears on the broker's command line
+
+kafka_running() { pid_running "$KAFKA_PID" "$KAFKA_MARKER"; }
+
+kafka_prepare() {
+  need_java
+  # kafka-tools (TopicCommand, console producer/consumer) without Kafka Connect's runtime.
+  KAFKA_CPF=$(resolve_classpath "kafka-$KAFKA_VERSION" "
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$KAFKA_VERSION</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$KAFKA_VERSION</version>
+      <exclusions><exclusion><groupId>org.apache.kafka</groupId><artifactId>connect-runtime</artifactId></exclusion></exclusions></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$KAFKA_LOG4J_VERSION</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$KAFKA_LOG4J_VERSION</version></dependency>")
+  mkdir -p "$KAFKA_DIR/data" "$KAFKA_DIR/logs"
+  cat >"$KAFKA_DIR/server.properties" <<PROPS
+# Written by deploy/local/kafka.sh on every start; edits are lost.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$FR_HOST:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://$FR_HOST:$KAFKA_PORT,CONTROLLER://$FR_HOST:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$FR_HOST:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$KAFKA_DIR/data
+num.partitions=${FRONTROW_KAFKA_NUM_PARTITIONS:-1}
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+PROPS
+  cat >"$KAFKA_DIR/log4j2.properties" <<'PROPS'
+# Broker logging: one rolling file in the service's logs directory.
+status = warn
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.filePattern = ${sys:kafka.logs.dir}/server.log.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 50MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+PROPS
+  cat >"$KAFKA_DIR/tools-log4j2.properties" <<'PROPS'
+# Command-line tools (kafka_tool): warnings to stderr only.
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = err
+PROPS
+  if [ ! -f "$KAFKA_DIR/data/meta.properties" ]; then
+    [ -s "$KAFKA_DIR/cluster.id" ] || head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22 >"$KAFKA_DIR/cluster.id"
+    log "kafka: formatting storage"
+    kafka_tool kafka.tools.StorageTool format -t "$(cat "$KAFKA_DIR/cluster.id")" \
+      -c "$KAFKA_DIR/server.properties" --ignore-formatted >"$KAFKA_DIR/logs/format.log" 2>&1 \
+      || fail_with_log kafka "kafka.tools.StorageTool format failed" "$KAFKA_DIR/logs/format.log"
+  fi
+}
+
+# kafka_tool CLASS ARGS...: run a Kafka command-line class on the cached class path, e.g.
+#   kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server 127.0.0.1:9092 --list
+kafka_tool() {
+  need_java
+  ${KAFKA_TOOL_TIMEOUT:+timeout "$KAFKA_TOOL_TIMEOUT"} "$FR_JAVA_HOME/bin/java" -Xmx256m -XX:TieredStopAtLevel=1 -Xshare:auto \
+    -Dlog4j2.configurationFile="$KAFKA_DIR/tools-log4j2.properties" \
+    -cp "$(cat "${KAFKA_CPF:-$FR_CACHE/kafka-$KAFKA_VERSION/classpath.txt}")" "$@"
+}
+
+kafka_start() {
+  port_open "$KAFKA_PORT" && die "kafka: port $KAFKA_PORT is already taken by another process"
+  port_open "$KAFKA_CONTROLLER_PORT" && die "kafka: controller port $KAFKA_CONTROLLER_PORT is already taken by another process"
+  log "kafka: starting on $FR_HOST:$KAFKA_PORT"
+  : >"$KAFKA_OUT"
+  mark_log "$KAFKA_LOG"
+  start_bg "$KAFKA_PID" "$KAFKA_OUT" "$FR_JAVA_HOME/bin/java" \
+    -Xms256m -Xmx"${FRONTROW_KAFKA_HEAP:-512m}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
+    -Dkafka.logs.dir="$KAFKA_DIR/logs" -Dlog4j2.configurationFile="$KAFKA_DIR/log4j2.properties" \
+    -cp "$(cat "$KAFKA_CPF")" kafka.Kafka "$KAFKA_MARKER"
+}
+
+kafka_ready() { port_open "$KAFKA_PORT"; }
+
+kafka_wait() {
+  wait_for kafka "$KAFKA_PID" "$KAFKA_MARKER" "$KAFKA_OUT:$KAFKA_LOG" 120 kafka_ready
+  # The port opens before the broker has joined its own quorum: ask for metadata.
+  KAFKA_TOOL_TIMEOUT=90 kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$FR_HOST:$KAFKA_PORT" --list \
+    >"$KAFKA_DIR/logs/ready-check.log" 2>&1 \
+    || fail_with_log kafka "broker does not answer metadata requests" "$KAFKA_DIR/logs/ready-check.log" "$KAFKA_LOG"
+  log "kafka: ready at $FR_HOST:$KAFKA_PORT"
+}
+
+kafka_down() { stop_pid kafka "$KAFKA_PID" "$KAFKA_MARKER"; }

@@ -303,16 +303,16 @@ impl Writer {
     }
 
     async fn process(&mut self, batch: Vec<Msg>) {
-        if self.needs_restore {
-            if let Err(e) = self.restore().await {
-                warn!(partition = self.partition, error = %e, "writer cannot restore; refusing batch");
-                for msg in batch {
-                    if let Some(reply) = msg.reply {
-                        let _ = reply.send(Err(CommandError::Unavailable(e.to_string())));
-                    }
+        if self.needs_restore
+            && let Err(e) = self.restore().await
+        {
+            warn!(partition = self.partition, error = %e, "writer cannot restore; refusing batch");
+            for msg in batch {
+                if let Some(reply) = msg.reply {
+                    let _ = reply.send(Err(CommandError::Unavailable(e.to_string())));
                 }
-                return;
             }
+            return;
         }
         let now = self.clock.now();
         let mut records = Vec::new();

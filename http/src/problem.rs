@@ -8,21 +8,26 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Problem {
     /// A URI naming the kind of problem, e.g. `urn:frontrow:problem:seats-unavailable`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub title: String,
+    #[serde(rename = "type", serialize_with = "problem_uri")]
+    #[schema(value_type = String)]
+    pub kind: &'static str,
+    pub title: &'static str,
     #[schema(value_type = u16)]
     #[serde(serialize_with = "status_code")]
     pub status: StatusCode,
     pub detail: String,
     /// Problem-specific members, e.g. `seats` for unavailable seats.
-    #[serde(flatten)]
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Object)]
-    pub extra: Map<String, Value>,
+    pub extra: Option<Box<Map<String, Value>>>,
     #[serde(skip)]
     pub retry_after: Option<u32>,
     #[serde(skip)]
     pub www_authenticate: Option<&'static str>,
+}
+
+fn problem_uri<S: serde::Serializer>(slug: &&'static str, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("urn:frontrow:problem:{slug}"))
 }
 
 fn status_code<S: serde::Serializer>(status: &StatusCode, s: S) -> Result<S::Ok, S::Error> {
@@ -31,13 +36,13 @@ fn status_code<S: serde::Serializer>(status: &StatusCode, s: S) -> Result<S::Ok,
 
 impl Problem {
     /// A problem of kind `slug` (a short kebab-case name) with a human explanation.
-    pub fn new(status: StatusCode, slug: &str, detail: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, slug: &'static str, detail: impl Into<String>) -> Self {
         Self {
-            kind: format!("urn:frontrow:problem:{slug}"),
-            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            kind: slug,
+            title: status.canonical_reason().unwrap_or("Error"),
             status,
             detail: detail.into(),
-            extra: Map::new(),
+            extra: None,
             retry_after: None,
             www_authenticate: None,
         }
@@ -45,19 +50,20 @@ impl Problem {
 
     /// Adds a member to the body.
     pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
         self.extra
-            .insert(key.to_owned(), serde_json::to_value(value).unwrap_or(Value::Null));
+            .get_or_insert_with(Default::default)
+            .insert(key.to_owned(), value);
         self
     }
 
     /// Asks the client to come back after `seconds` (`Retry-After`).
     pub fn retry_after(mut self, seconds: u32) -> Self {
         self.retry_after = Some(seconds);
-        self.extra.insert("retry_after".into(), seconds.into());
-        self
+        self.with("retry_after", seconds)
     }
 
-    pub fn bad_request(slug: &str, detail: impl Into<String>) -> Self {
+    pub fn bad_request(slug: &'static str, detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, slug, detail)
     }
 
@@ -65,11 +71,11 @@ impl Problem {
         Self::new(StatusCode::NOT_FOUND, "not-found", detail)
     }
 
-    pub fn unprocessable(slug: &str, detail: impl Into<String>) -> Self {
+    pub fn unprocessable(slug: &'static str, detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, slug, detail)
     }
 
-    pub fn conflict(slug: &str, detail: impl Into<String>) -> Self {
+    pub fn conflict(slug: &'static str, detail: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, slug, detail)
     }
 

@@ -148,10 +148,10 @@ fn meta(headers: &HeaderMap, idempotency_key: Option<String>) -> Meta {
 
 fn position_header(position: Option<Position>) -> HeaderMap {
     let mut headers = HeaderMap::new();
-    if let Some(p) = position {
-        if let Ok(v) = HeaderValue::from_str(&p.to_string()) {
-            headers.insert("frontrow-position", v);
-        }
+    if let Some(p) = position
+        && let Ok(v) = HeaderValue::from_str(&p.to_string())
+    {
+        headers.insert("frontrow-position", v);
     }
     headers
 }

@@ -1,0 +1,317 @@
+//! Assembling one FrontRow process: journal, writers, query node and the HTTP API.
+//!
+//! [`App::build`] opens everything on the configured data directory and restores state from
+//! the journal; [`App::run`] serves on a listener the caller bound (tests bind port 0) until
+//! the shutdown future resolves, then lets every writer finish its batch before returning.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use frontrow_command::api::{CommandApi, CommandState, Demo};
+use frontrow_command::clock::Clock;
+use frontrow_command::domain::Rejection;
+use frontrow_command::payments::Simulator;
+use frontrow_command::writer::{CommandError, Meta, Request, WriterConfig, Writers};
+use frontrow_http::Problem;
+use frontrow_http::auth::Auth;
+use frontrow_journal::{Journal, SqliteJournal};
+use frontrow_query::{Catalog, QueryApi};
+use frontrow_schema::OrganizerId;
+use rand::RngCore;
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+use utoipa::OpenApi;
+
+use crate::sample;
+use crate::settings::Settings;
+
+/// Secrets generated on first start and kept in the data directory (mode 0600), so tokens and
+/// keys stay valid across restarts when none are configured.
+#[derive(Serialize, Deserialize)]
+struct GeneratedSecrets {
+    token_secret: String,
+    webhook_secret: String,
+    demo_organizer_key: String,
+}
+
+fn random_secret(prefix: &str) -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+fn generated_secrets(data_dir: &Path) -> anyhow::Result<GeneratedSecrets> {
+    let path = data_dir.join("secrets.json");
+    if path.exists() {
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        return serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()));
+    }
+    let secrets = GeneratedSecrets {
+        token_secret: random_secret(""),
+        webhook_secret: random_secret("whsec_"),
+        demo_organizer_key: random_secret("org_demo_"),
+    };
+    let tmp = data_dir.join("secrets.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&secrets)?)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    }
+    std::fs::rename(&tmp, &path)?;
+    Ok(secrets)
+}
+
+/// The secrets in force: configured ones, else the generated ones.
+pub struct Secrets {
+    pub token_secret: SecretString,
+    pub webhook_secret: SecretString,
+    pub organizers: BTreeMap<String, SecretString>,
+}
+
+impl Secrets {
+    pub fn resolve(settings: &Settings) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&settings.data_dir)
+            .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
+        let generated = generated_secrets(&settings.data_dir)?;
+        let mut organizers = settings.organizers.clone();
+        if organizers.is_empty() {
+            organizers.insert(
+                sample::DEMO_ORGANIZER.into(),
+                SecretString::from(generated.demo_organizer_key),
+            );
+        }
+        Ok(Self {
+            token_secret: settings
+                .token_secret
+                .clone()
+                .unwrap_or_else(|| SecretString::from(generated.token_secret)),
+            webhook_secret: settings
+                .webhook_secret
+                .clone()
+                .unwrap_or_else(|| SecretString::from(generated.webhook_secret)),
+            organizers,
+        })
+    }
+}
+
+/// Everything one process runs.
+pub struct App {
+    pub settings: Settings,
+    pub journal: Arc<dyn Journal>,
+    pub writers: Writers,
+    pub catalog: Arc<Catalog>,
+    pub auth: Arc<Auth>,
+    pub clock: Arc<dyn Clock>,
+    writer_tasks: Vec<JoinHandle<()>>,
+    query_tasks: Vec<JoinHandle<()>>,
+    webhook_secret: SecretString,
+}
+
+impl App {
+    /// Opens the journal, restores the writers and the query node, and creates the sample event
+    /// if asked to. The returned app is ready to serve.
+    pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let secrets = Secrets::resolve(&settings)?;
+        let journal: Arc<dyn Journal> = match settings.journal.as_str() {
+            "sqlite" => Arc::new(
+                SqliteJournal::open(&settings.data_dir.join("journal.db"), settings.partitions)
+                    .context("opening the embedded journal")?,
+            ),
+            other => anyhow::bail!("journal {other:?} is not supported by this build (use `sqlite`)"),
+        };
+        let config = WriterConfig {
+            mailbox: settings.mailbox,
+            batch: settings.batch,
+        };
+        let (writers, writer_tasks) = Writers::start(journal.clone(), clock.clone(), config)
+            .await
+            .context("restoring the writers")?;
+        let (catalog, query_tasks) = Catalog::start(journal.clone())
+            .await
+            .context("starting the query node")?;
+        let organizers = secrets
+            .organizers
+            .iter()
+            .map(|(id, key)| Ok((OrganizerId::parse(id)?, key.clone())))
+            .collect::<Result<Vec<_>, frontrow_schema::InvalidId>>()
+            .context("organizer ids in the configuration")?;
+        let auth = Arc::new(Auth::new(secrets.token_secret, organizers));
+        let app = Self {
+            settings,
+            journal,
+            writers,
+            catalog,
+            auth,
+            clock,
+            writer_tasks,
+            query_tasks,
+            webhook_secret: secrets.webhook_secret,
+        };
+        if app.settings.sample_event {
+            app.create_sample_event().await?;
+        }
+        Ok(app)
+    }
+
+    async fn create_sample_event(&self) -> anyhow::Result<()> {
+        let info = sample::event(self.clock.now());
+        let request = Request::Command {
+            event_id: info.event_id,
+            command: frontrow_command::domain::Command::Schedule(Box::new(info)),
+            meta: Meta {
+                idempotency_key: Some("sample-event".into()),
+                ..Meta::default()
+            },
+        };
+        match self.writers.send(request).await {
+            Ok(outcome) if outcome.recorded.is_empty() => {}
+            Ok(_) => info!(event_id = %sample::SAMPLE_EVENT_ID, "sample event created"),
+            // It was created on an earlier start (with that start's dates).
+            Err(CommandError::Rejected(Rejection::EventExists(_))) => {}
+            Err(e) => return Err(e).context("creating the sample event"),
+        }
+        Ok(())
+    }
+
+    /// The whole HTTP API.
+    pub fn router(&self, listen: std::net::SocketAddr) -> Router {
+        let demo = self.settings.demo.then(|| {
+            let base = self
+                .settings
+                .public_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{listen}"));
+            Arc::new(Demo {
+                auth: self.auth.clone(),
+                simulator: Simulator::new(
+                    format!("{}/webhooks/payments", base.trim_end_matches('/')),
+                    self.webhook_secret.clone(),
+                ),
+                token_ttl: chrono::Duration::hours(12),
+            })
+        });
+        let command = CommandState {
+            writers: self.writers.clone(),
+            clock: self.clock.clone(),
+            webhook_secret: self.webhook_secret.clone(),
+            webhook_tolerance_secs: self.settings.webhook_tolerance_secs,
+            demo,
+        };
+        Router::new()
+            .merge(frontrow_command::api::router(command))
+            .merge(frontrow_query::router(self.catalog.clone()))
+            .merge(
+                Router::new()
+                    .route("/health", get(health))
+                    .route("/ready", get(ready))
+                    .route("/openapi.json", get(openapi))
+                    .with_state(self.catalog.clone()),
+            )
+            .fallback(frontrow_http::fallback)
+            .method_not_allowed_fallback(frontrow_http::method_not_allowed)
+            .layer(Extension(self.auth.clone()))
+            .layer(DefaultBodyLimit::max(self.settings.max_body_bytes))
+            .layer(tower_http::trace::TraceLayer::new_for_http())
+    }
+
+    /// The webhook secret in force (for tests and the CLI).
+    pub fn webhook_secret(&self) -> &SecretString {
+        &self.webhook_secret
+    }
+
+    /// Serves until `shutdown` resolves, then drains: in-flight requests finish, each writer
+    /// finishes its batch (appended and answered), then the query node stops.
+    pub async fn run(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let addr = listener.local_addr()?;
+        let router = self.router(addr);
+        let Self {
+            writers,
+            writer_tasks,
+            query_tasks,
+            ..
+        } = self;
+        info!(%addr, "listening");
+        let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+        drop(writers);
+        for task in writer_tasks {
+            if let Err(e) = task.await {
+                warn!(error = %e, "writer task ended abnormally");
+            }
+        }
+        for task in query_tasks {
+            task.abort();
+        }
+        served.context("serving HTTP")
+    }
+}
+
+/// The full OpenAPI document: command and query sides, generated from the handlers.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    let mut doc = CommandApi::openapi();
+    doc.merge(QueryApi::openapi());
+    doc.merge(OpsApi::openapi());
+    doc.info.title = "FrontRow".into();
+    doc.info.description = Some("Ticket booking for onsales everyone wants at once.".into());
+    doc.info.version = env!("CARGO_PKG_VERSION").into();
+    doc
+}
+
+#[derive(OpenApi)]
+#[openapi(paths(health, ready, openapi))]
+struct OpsApi;
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct Health {
+    status: &'static str,
+}
+
+/// Alive: the process answers.
+#[utoipa::path(get, path = "/health", tag = "operations", responses((status = 200, body = Health)))]
+async fn health() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Ready: the writers are restored and the query node has caught up with the journal.
+#[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, body = Health), (status = 503, body = Problem)))]
+async fn ready(State(catalog): State<Arc<Catalog>>) -> Result<Json<Health>, Problem> {
+    if catalog.is_caught_up() {
+        Ok(Json(Health { status: "ready" }))
+    } else {
+        Err(Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "catching-up",
+            "the query node is still reading the journal",
+        )
+        .retry_after(1))
+    }
+}
+
+/// This API as OpenAPI 3.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document")))]
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(openapi_document())
+}
+
+/// Shows the configured organizer key for the demo organizer (printed at startup).
+pub fn demo_organizer_key(settings: &Settings) -> anyhow::Result<Option<String>> {
+    let secrets = Secrets::resolve(settings)?;
+    Ok(secrets
+        .organizers
+        .get(sample::DEMO_ORGANIZER)
+        .map(|k| k.expose_secret().to_owned()))
+}

@@ -1,0 +1,131 @@
+//! The `frontrow` command: thin — parse the configuration, build, run, report how it ended.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use frontrow::app::{App, Secrets, demo_organizer_key, openapi_document};
+use frontrow::sample::SAMPLE_EVENT_ID;
+use frontrow::settings::Settings;
+use frontrow_command::clock::SystemClock;
+use frontrow_http::auth::Auth;
+use frontrow_schema::CustomerId;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "frontrow",
+    version,
+    about = "Ticket booking for onsales everyone wants at once"
+)]
+struct Cli {
+    /// TOML configuration file (also FRONTROW_CONFIG).
+    #[arg(long, global = true, env = "FRONTROW_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory (overrides FRONTROW_DATA_DIR and the file).
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run everything in one process on the embedded defaults (SQLite journal in the data dir).
+    Serve {
+        /// Address to listen on (overrides FRONTROW_LISTEN and the file).
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
+    /// Print a customer bearer token signed with this installation's secret.
+    Token {
+        #[arg(long)]
+        customer: String,
+        /// Validity in minutes.
+        #[arg(long, default_value_t = 720)]
+        ttl_minutes: i64,
+    },
+    /// Print the OpenAPI document.
+    Openapi,
+}
+
+fn settings(cli: &Cli) -> anyhow::Result<Settings> {
+    let mut settings = Settings::load(cli.config.as_deref()).context("loading configuration")?;
+    if let Some(dir) = &cli.data_dir {
+        settings.data_dir = dir.clone();
+    }
+    Ok(settings)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutdown requested");
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_env("FRONTROW_LOG").unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match &cli.command {
+        Cmd::Serve { listen } => {
+            let mut settings = settings(&cli)?;
+            if let Some(listen) = listen {
+                settings.listen = *listen;
+            }
+            let listener = tokio::net::TcpListener::bind(settings.listen)
+                .await
+                .with_context(|| format!("binding {}", settings.listen))?;
+            let addr = listener.local_addr()?;
+            let organizer_key = demo_organizer_key(&settings)?;
+            let app = App::build(settings, Arc::new(SystemClock::new())).await?;
+            println!("FrontRow listening on http://{addr}");
+            if app.settings.sample_event {
+                println!("  sample event:  http://{addr}/events/{SAMPLE_EVENT_ID}/availability");
+            }
+            if let Some(key) = organizer_key {
+                println!("  demo organizer API key (X-Api-Key): {key}");
+            }
+            if app.settings.demo {
+                println!(
+                    "  customer token: curl -s -X POST http://{addr}/demo/tokens -H 'content-type: application/json' -d '{{\"customer\":\"alice\"}}'"
+                );
+            }
+            println!("  API description: http://{addr}/openapi.json");
+            app.run(listener, shutdown_signal()).await?;
+            tracing::info!("stopped cleanly");
+        }
+        Cmd::Token { customer, ttl_minutes } => {
+            let settings = settings(&cli)?;
+            let secrets = Secrets::resolve(&settings)?;
+            let customer = CustomerId::parse(customer)?;
+            let auth = Auth::new(secrets.token_secret, []);
+            let now = chrono::Utc::now();
+            println!(
+                "{}",
+                auth.mint(&customer, now, now + chrono::Duration::minutes(*ttl_minutes))
+            );
+        }
+        Cmd::Openapi => {
+            println!("{}", serde_json::to_string_pretty(&openapi_document())?);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! FrontRow's configuration: one typed tree.
+//!
+//! Defaults, then a TOML file (`--config FILE` or `FRONTROW_CONFIG`), then `FRONTROW_*`
+//! environment variables (`FRONTROW_LISTEN`, `FRONTROW_DATA_DIR`, `FRONTROW_PARTITIONS`, ...;
+//! nested keys use `__`), then command-line flags. Secrets are [`SecretString`]s: they never
+//! print, not even in `Debug`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Address the HTTP API listens on.
+    pub listen: SocketAddr,
+    /// Where the embedded journal and the generated secrets live.
+    pub data_dir: PathBuf,
+    /// Journal partitions: one writer each. Fixed once the journal exists.
+    pub partitions: u32,
+    /// The journal: `sqlite` (embedded, in the data directory).
+    pub journal: String,
+    /// Requests waiting per writer before new ones get `503`.
+    pub mailbox: usize,
+    /// Most commands decided and appended in one group commit.
+    pub batch: usize,
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Secret that signs customer bearer tokens (HS256). Generated into the data directory
+    /// when not set.
+    #[serde(serialize_with = "hide")]
+    pub token_secret: Option<SecretString>,
+    /// The payment webhook's signing secret. Generated into the data directory when not set.
+    #[serde(serialize_with = "hide")]
+    pub webhook_secret: Option<SecretString>,
+    /// How far a webhook signature's timestamp may be from our clock, in seconds.
+    pub webhook_tolerance_secs: i64,
+    /// Organizer id -> API key. When empty, a `demo` organizer with a generated key is used.
+    #[serde(serialize_with = "hide_map")]
+    pub organizers: BTreeMap<String, SecretString>,
+    /// Demo mode: `POST /demo/tokens`, `POST /demo/payments` (simulated provider).
+    pub demo: bool,
+    /// Create the sample event on first start.
+    pub sample_event: bool,
+    /// Base URL the simulated provider posts webhooks to (default: `http://<listen>`).
+    pub public_url: Option<String>,
+}
+
+fn hide<S: serde::Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(_) => s.serialize_some("[redacted]"),
+        None => s.serialize_none(),
+    }
+}
+
+fn hide_map<S: serde::Serializer>(v: &BTreeMap<String, SecretString>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(v.len()))?;
+    for k in v.keys() {
+        m.serialize_entry(k, "[redacted]")?;
+    }
+    m.end()
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from("frontrow-data"),
+            partitions: 8,
+            journal: "sqlite".into(),
+            mailbox: 4096,
+            batch: 1024,
+            max_body_bytes: 1 << 20,
+            token_secret: None,
+            webhook_secret: None,
+            webhook_tolerance_secs: 300,
+            organizers: BTreeMap::new(),
+            demo: true,
+            sample_event: true,
+            public_url: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Defaults, then the file (if any), then `FRONTROW_*` variables.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        if let Some(file) = file {
+            anyhow::ensure!(file.exists(), "config file {} does not exist", file.display());
+            figment = figment.merge(Toml::file(file));
+        }
+        Ok(figment
+            .merge(Env::prefixed("FRONTROW_").ignore(&["config", "log"]).split("__"))
+            .extract()?)
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::result_large_err, reason = "figment's Jail API returns figment::Error")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_overrides_file_overrides_defaults() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("frontrow.toml", "partitions = 4\nlisten = \"127.0.0.1:9000\"\n")?;
+            jail.set_env("FRONTROW_LISTEN", "127.0.0.1:9100");
+            jail.set_env("FRONTROW_TOKEN_SECRET", "s3cret");
+            let s = Settings::load(Some(Path::new("frontrow.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(s.partitions, 4);
+            assert_eq!(s.listen.port(), 9100);
+            assert_eq!(s.data_dir, PathBuf::from("frontrow-data"));
+            // Secrets never print.
+            assert!(!format!("{s:?}").contains("s3cret"));
+            assert!(!serde_json::to_string(&s).unwrap().contains("s3cret"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("bad.toml", "partitons = 4\n")?;
+            assert!(Settings::load(Some(Path::new("bad.toml"))).is_err());
+            Ok(())
+        });
+    }
+}

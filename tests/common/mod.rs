@@ -1,0 +1,288 @@
+//! `TestApp`: the real server on port 0 with a temporary data directory and a manual clock,
+//! plus typed helpers for the requests the tests make.
+
+#![allow(dead_code)] // each test binary uses a different subset of the helpers
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use frontrow::{App, Settings};
+use frontrow_command::clock::{Clock, ManualClock};
+use frontrow_command::domain::{self, EventState};
+use frontrow_http::auth::Auth;
+use frontrow_journal::Journal;
+use frontrow_schema::{CustomerId, EventId, decode};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+pub const ORGANIZER_KEY: &str = "acme-key";
+pub const OTHER_ORGANIZER_KEY: &str = "other-key";
+pub const WEBHOOK_SECRET: &str = "whsec_test_secret";
+pub const TOKEN_SECRET: &str = "test-token-secret";
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub clock: Arc<ManualClock>,
+    pub journal: Arc<dyn Journal>,
+    pub auth: Arc<Auth>,
+    pub dir: tempfile::TempDir,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+pub fn settings(dir: &std::path::Path) -> Settings {
+    let mut organizers = BTreeMap::new();
+    organizers.insert("acme".to_owned(), SecretString::from(ORGANIZER_KEY));
+    organizers.insert("other".to_owned(), SecretString::from(OTHER_ORGANIZER_KEY));
+    Settings {
+        data_dir: dir.to_path_buf(),
+        partitions: 4,
+        token_secret: Some(SecretString::from(TOKEN_SECRET)),
+        webhook_secret: Some(SecretString::from(WEBHOOK_SECRET)),
+        organizers,
+        sample_event: false,
+        ..Settings::default()
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| {}).await
+    }
+
+    pub async fn spawn_with(configure: impl FnOnce(&mut Settings)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = settings(dir.path());
+        configure(&mut settings);
+        let clock = Arc::new(ManualClock::new(Utc::now()));
+        let app = App::build(settings, clock.clone() as Arc<dyn Clock>).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let journal = app.journal.clone();
+        let auth = app.auth.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app.run(listener, async move {
+            let _ = rx.await;
+        }));
+        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+        Self {
+            base,
+            client,
+            clock,
+            journal,
+            auth,
+            dir,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap().unwrap();
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    pub fn token(&self, customer: &str) -> String {
+        let now = Utc::now();
+        self.auth
+            .mint(&CustomerId::parse(customer).unwrap(), now, now + Duration::hours(1))
+    }
+
+    /// A small event: sections A (rows 1-2, 10 seats, GOLD 100.00) and B (row 1, 6 seats, STD 50.00).
+    pub fn event_body(&self, onsale_in: Duration) -> Value {
+        let now = self.now();
+        json!({
+            "title": "Test Night", "artist": "The Testers", "venue": "Hall", "city": "Utrecht",
+            "starts_at": now + Duration::days(30), "onsale_at": now + onsale_in,
+            "hold_minutes": 10, "max_seats_per_order": 4, "currency": "EUR",
+            "seat_map": {
+                "tiers": [{"code": "GOLD", "name": "Gold", "price": 10000},
+                          {"code": "STD", "name": "Standard", "price": 5000}],
+                "sections": [
+                    {"code": "A", "name": "Stalls", "rows": [
+                        {"name": "1", "seats": 10, "tier": "GOLD"},
+                        {"name": "2", "seats": 10, "tier": "GOLD"}]},
+                    {"code": "B", "name": "Balcony", "rows": [
+                        {"name": "1", "seats": 6, "tier": "STD"}]}
+                ]
+            }
+        })
+    }
+
+    pub async fn create_event_with(&self, key: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url("/events"))
+            .header("x-api-key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Creates an on-sale event and returns its id.
+    pub async fn create_event(&self) -> EventId {
+        let res = self
+            .create_event_with(ORGANIZER_KEY, &self.event_body(Duration::minutes(-1)))
+            .await;
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+        let body: Value = res.json().await.unwrap();
+        body["event_id"].as_str().unwrap().parse().unwrap()
+    }
+
+    pub async fn reserve(&self, customer: &str, event: EventId, key: &str, body: Value) -> reqwest::Response {
+        self.client
+            .post(self.url(&format!("/events/{event}/reservations")))
+            .bearer_auth(self.token(customer))
+            .header("idempotency-key", key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn reserve_seats(&self, customer: &str, event: EventId, seats: &[&str]) -> reqwest::Response {
+        self.reserve(
+            customer,
+            event,
+            &uuid::Uuid::new_v4().to_string(),
+            json!({ "seats": seats }),
+        )
+        .await
+    }
+
+    pub async fn post_as(&self, customer: &str, path: &str) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(self.token(customer))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn get_as(&self, customer: &str, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(self.token(customer))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// A Stripe-shaped payment event for a reservation.
+    pub fn payment_event(&self, kind: &str, evt: &str, event: EventId, reservation: &str, amount: i64) -> Value {
+        json!({
+            "id": evt, "object": "event", "type": kind, "created": self.now().timestamp(),
+            "data": {"object": {
+                "id": format!("pi_{evt}"), "object": "payment_intent", "amount": amount, "currency": "eur",
+                "metadata": {"event_id": event.to_string(), "reservation_id": reservation},
+                "last_payment_error": if kind.ends_with("failed") { json!({"message": "Your card was declined."}) } else { Value::Null }
+            }}
+        })
+    }
+
+    /// Delivers a webhook signed with `secret` at `timestamp`.
+    pub async fn webhook_signed(&self, body: &Value, secret: &str, timestamp: i64) -> reqwest::Response {
+        let bytes = serde_json::to_vec(body).unwrap();
+        let header = frontrow_command::payments::sign(&SecretString::from(secret), timestamp, &bytes);
+        self.client
+            .post(self.url("/webhooks/payments"))
+            .header("content-type", "application/json")
+            .header("stripe-signature", header)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn webhook(&self, body: &Value) -> reqwest::Response {
+        self.webhook_signed(body, WEBHOOK_SECRET, self.now().timestamp()).await
+    }
+
+    /// The availability map, read after `position` (if given) is visible.
+    pub async fn availability(&self, event: EventId, after: Option<&str>) -> Value {
+        let mut url = self.url(&format!("/events/{event}/availability"));
+        if let Some(p) = after {
+            url.push_str(&format!("?after={p}"));
+        }
+        let res = self.client.get(url).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        res.json().await.unwrap()
+    }
+
+    /// Every event's state rebuilt from scratch by replaying the journal through the domain.
+    pub async fn replay(&self) -> HashMap<EventId, EventState> {
+        replay(self.journal.as_ref()).await
+    }
+}
+
+pub async fn replay(journal: &dyn Journal) -> HashMap<EventId, EventState> {
+    let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
+    for p in 0..journal.partitions() {
+        let mut from = 0;
+        loop {
+            let records = journal.read(p, from, 10_000).await.unwrap();
+            let Some(last) = records.last() else { break };
+            from = last.offset + 1;
+            for r in records {
+                let env = decode(&r.value).unwrap();
+                let state = states.entry(env.event_id).or_default();
+                domain::apply(state, &env.event, env.idempotency_key.as_deref());
+            }
+        }
+    }
+    states.into_iter().filter_map(|(k, v)| Some((k, v?))).collect()
+}
+
+/// The seat letters of an availability map, keyed by seat id.
+pub fn seat_letters(map: &Value) -> BTreeMap<String, char> {
+    let mut seats = BTreeMap::new();
+    for section in map["sections"].as_array().unwrap() {
+        for row in section["rows"].as_array().unwrap() {
+            for (i, c) in row["seats"].as_str().unwrap().chars().enumerate() {
+                seats.insert(
+                    format!(
+                        "{}-{}-{}",
+                        section["code"].as_str().unwrap(),
+                        row["name"].as_str().unwrap(),
+                        i + 1
+                    ),
+                    c,
+                );
+            }
+        }
+    }
+    seats
+}
+
+/// The same letters computed from a replayed domain state.
+pub fn state_letters(state: &EventState) -> BTreeMap<String, char> {
+    use frontrow_command::domain::SeatState;
+    state
+        .seats
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let c = match s {
+                SeatState::Available => 'A',
+                SeatState::Held(_) => 'H',
+                SeatState::Booked(_) => 'B',
+            };
+            (state.layout.seat_at(i as u32).to_string(), c)
+        })
+        .collect()
+}

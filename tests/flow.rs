@@ -1,0 +1,672 @@
+//! The booking flow over HTTP against the real server: create -> reserve -> pay -> booked, and
+//! every way it can go sideways (expiry, late and duplicate webhooks, retries, bad input).
+
+mod common;
+
+use chrono::Duration;
+use common::*;
+use serde_json::{Value, json};
+
+async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {
+    assert_eq!(res.status(), status, "status");
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["type"], format!("urn:frontrow:problem:{kind}"), "{body}");
+    assert_eq!(body["status"], status);
+    body
+}
+
+#[tokio::test]
+async fn create_reserve_pay_booked() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+
+    let res = app.reserve_seats("alice", event, &["A-1-4", "A-1-5"]).await;
+    assert_eq!(res.status(), 201);
+    let position = res.headers()["frontrow-position"].to_str().unwrap().to_owned();
+    let held: Value = res.json().await.unwrap();
+    assert_eq!(held["status"], "held");
+    assert_eq!(held["amount"], json!({"amount": 20000, "currency": "EUR"}));
+    assert_eq!(held["position"], position.as_str());
+    let rid = held["reservation_id"].as_str().unwrap().to_owned();
+
+    // Read your own write: the map shows the hold once the position is visible.
+    let map = app.availability(event, Some(&position)).await;
+    assert_eq!(map["seats"]["held"], 2);
+    assert_eq!(seat_letters(&map)["A-1-4"], 'H');
+
+    let res = app
+        .webhook(&app.payment_event("payment_intent.succeeded", "evt_ok", event, &rid, 20000))
+        .await;
+    assert_eq!(res.status(), 200);
+    let answer: Value = res.json().await.unwrap();
+    assert_eq!(answer["outcome"], "booked");
+    assert_eq!(answer["reservation_status"], "booked");
+
+    let res = app
+        .get_as("alice", &format!("/events/{event}/reservations/{rid}"))
+        .await;
+    assert_eq!(res.status(), 200);
+    let booked: Value = res.json().await.unwrap();
+    assert_eq!(booked["status"], "booked");
+    assert_eq!(booked["payment_intent"], "pi_evt_ok");
+    let map = app.availability(event, booked["position"].as_str()).await;
+    assert_eq!(map["seats"]["booked"], 2);
+    assert_eq!(map["seats"]["held"], 0);
+
+    // Cancelling the booking refunds it and frees the seats for the next fan.
+    let res = app
+        .post_as("alice", &format!("/events/{event}/reservations/{rid}/cancel"))
+        .await;
+    assert_eq!(res.status(), 200);
+    let cancelled: Value = res.json().await.unwrap();
+    assert_eq!(cancelled["status"], "refunded");
+    assert_eq!(cancelled["refunds"][0]["reason"], "booking_cancelled");
+    let res = app.reserve_seats("bob", event, &["A-1-4"]).await;
+    assert_eq!(res.status(), 201);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_demo_provider_pays_through_a_signed_webhook() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let held: Value = app
+        .reserve_seats("alice", event, &["B-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = held["reservation_id"].as_str().unwrap();
+    // Bob cannot pay (or see) Alice's reservation.
+    let res = app
+        .client
+        .post(app.url("/demo/payments"))
+        .bearer_auth(app.token("bob"))
+        .json(&json!({"event_id": event, "reservation_id": rid}))
+        .send()
+        .await
+        .unwrap();
+    problem(res, 404, "reservation-not-found").await;
+    let res = app
+        .client
+        .post(app.url("/demo/payments"))
+        .bearer_auth(app.token("alice"))
+        .json(&json!({"event_id": event, "reservation_id": rid}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let answer: Value = res.json().await.unwrap();
+    assert_eq!(answer["outcome"], "booked");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_hold_expires_at_its_deadline_and_the_seats_return() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let held: Value = app
+        .reserve_seats("alice", event, &["A-2-1", "A-2-2"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = held["reservation_id"].as_str().unwrap().to_owned();
+
+    app.clock.advance(Duration::minutes(9));
+    let path = format!("/events/{event}/reservations/{rid}");
+    let still: Value = app.get_as("alice", &path).await.json().await.unwrap();
+    assert_eq!(still["status"], "held");
+
+    app.clock.advance(Duration::minutes(1) + Duration::seconds(1));
+    // The writer's timer fires on the clock jump; poll briefly for the expiry to be recorded.
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        let r: Value = app.get_as("alice", &path).await.json().await.unwrap();
+        status = r["status"].clone();
+        if status == "expired" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(status, "expired");
+    let res = app.reserve_seats("bob", event, &["A-2-1"]).await;
+    assert_eq!(res.status(), 201, "the expired seat is available again");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn late_payments_book_if_free_and_refund_otherwise() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let a: Value = app
+        .reserve_seats("alice", event, &["A-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let b: Value = app.reserve_seats("bob", event, &["A-1-2"]).await.json().await.unwrap();
+    app.clock.advance(Duration::minutes(11));
+    // Wait until both holds have expired.
+    for rid in [&a["reservation_id"], &b["reservation_id"]] {
+        let owner = if rid == &a["reservation_id"] { "alice" } else { "bob" };
+        let path = format!("/events/{event}/reservations/{}", rid.as_str().unwrap());
+        let mut expired = false;
+        for _ in 0..100 {
+            let r: Value = app.get_as(owner, &path).await.json().await.unwrap();
+            if r["status"] == "expired" {
+                expired = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(expired);
+    }
+    // Carol takes Bob's seat after his hold expired.
+    assert_eq!(app.reserve_seats("carol", event, &["A-1-2"]).await.status(), 201);
+
+    let pay_a = app.payment_event(
+        "payment_intent.succeeded",
+        "evt_late_a",
+        event,
+        a["reservation_id"].as_str().unwrap(),
+        10000,
+    );
+    let answer: Value = app.webhook(&pay_a).await.json().await.unwrap();
+    assert_eq!(
+        answer["outcome"], "booked",
+        "seat still free: the late payment books it"
+    );
+    let r: Value = app
+        .get_as(
+            "alice",
+            &format!("/events/{event}/reservations/{}", a["reservation_id"].as_str().unwrap()),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["late_payment"], true);
+
+    let pay_b = app.payment_event(
+        "payment_intent.succeeded",
+        "evt_late_b",
+        event,
+        b["reservation_id"].as_str().unwrap(),
+        10000,
+    );
+    let answer: Value = app.webhook(&pay_b).await.json().await.unwrap();
+    assert_eq!(
+        answer["outcome"], "refunded",
+        "seat taken: the late payment is refunded"
+    );
+    let r: Value = app
+        .get_as(
+            "bob",
+            &format!("/events/{event}/reservations/{}", b["reservation_id"].as_str().unwrap()),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["refunds"][0]["reason"], "seats_taken");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn duplicate_webhooks_apply_once() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let held: Value = app
+        .reserve_seats("alice", event, &["A-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = held["reservation_id"].as_str().unwrap();
+    let delivery = app.payment_event("payment_intent.succeeded", "evt_dup", event, rid, 10000);
+    let first: Value = app.webhook(&delivery).await.json().await.unwrap();
+    let end_after_first = app.journal.end_offset(0).await.unwrap()
+        + app.journal.end_offset(1).await.unwrap()
+        + app.journal.end_offset(2).await.unwrap()
+        + app.journal.end_offset(3).await.unwrap();
+    let second: Value = app.webhook(&delivery).await.json().await.unwrap();
+    assert_eq!(first["outcome"], "booked");
+    assert_eq!(second["outcome"], "duplicate");
+    let mut end = 0;
+    for p in 0..4 {
+        end += app.journal.end_offset(p).await.unwrap();
+    }
+    assert_eq!(end, end_after_first, "a repeated delivery writes nothing");
+
+    // A failure reported for a booked reservation is recorded but frees nothing.
+    let failed = app.payment_event("payment_intent.payment_failed", "evt_fail_late", event, rid, 10000);
+    let answer: Value = app.webhook(&failed).await.json().await.unwrap();
+    assert_eq!(answer["outcome"], "payment_failed");
+    assert_eq!(answer["reservation_status"], "booked");
+
+    // A second, different successful payment for the same reservation is refunded.
+    let again = app.payment_event("payment_intent.succeeded", "evt_second", event, rid, 10000);
+    let answer: Value = app.webhook(&again).await.json().await.unwrap();
+    assert_eq!(answer["outcome"], "refunded");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_payment_releases_the_hold() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let held: Value = app
+        .reserve_seats("alice", event, &["A-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = held["reservation_id"].as_str().unwrap();
+    let answer: Value = app
+        .webhook(&app.payment_event("payment_intent.payment_failed", "evt_f", event, rid, 10000))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["outcome"], "payment_failed");
+    assert_eq!(answer["reservation_status"], "payment_failed");
+    assert_eq!(app.reserve_seats("bob", event, &["A-1-1"]).await.status(), 201);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn webhook_signatures_are_checked() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let held: Value = app
+        .reserve_seats("alice", event, &["A-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = held["reservation_id"].as_str().unwrap();
+    let delivery = app.payment_event("payment_intent.succeeded", "evt_sig", event, rid, 10000);
+    let now = app.now().timestamp();
+
+    problem(
+        app.webhook_signed(&delivery, "whsec_wrong", now).await,
+        400,
+        "bad-signature",
+    )
+    .await;
+    problem(
+        app.webhook_signed(&delivery, WEBHOOK_SECRET, now - 301).await,
+        400,
+        "bad-signature",
+    )
+    .await;
+    let unsigned = app
+        .client
+        .post(app.url("/webhooks/payments"))
+        .json(&delivery)
+        .send()
+        .await
+        .unwrap();
+    problem(unsigned, 400, "bad-signature").await;
+    // None of those changed anything: the seat is still only held.
+    let r: Value = app
+        .get_as("alice", &format!("/events/{event}/reservations/{rid}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "held");
+    // A correctly signed delivery replayed within the tolerance is a duplicate, not a second booking.
+    let first: Value = app
+        .webhook_signed(&delivery, WEBHOOK_SECRET, now - 10)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let replayed: Value = app
+        .webhook_signed(&delivery, WEBHOOK_SECRET, now - 5)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (first["outcome"].as_str(), replayed["outcome"].as_str()),
+        (Some("booked"), Some("duplicate"))
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn retried_commands_answer_the_same_and_apply_once() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let body = json!({"best_available": {"section": "A", "count": 3}});
+    let first = app.reserve("alice", event, "retry-1", body.clone()).await;
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    let second = app.reserve("alice", event, "retry-1", body.clone()).await;
+    assert_eq!(second.status(), 201);
+    let second: Value = second.json().await.unwrap();
+    assert_eq!(first["reservation_id"], second["reservation_id"]);
+    assert_eq!(first["seats"], second["seats"]);
+    assert_eq!(first["hold_until"], second["hold_until"]);
+    let map = app.availability(event, second["position"].as_str()).await;
+    assert_eq!(map["seats"]["held"], 3, "the retry held nothing more");
+
+    // The same key with another request is refused; the same key from another customer is theirs.
+    let res = app
+        .reserve("alice", event, "retry-1", json!({"seats": ["B-1-1"]}))
+        .await;
+    problem(res, 422, "idempotency-key-reused").await;
+    assert_eq!(app.reserve("bob", event, "retry-1", body).await.status(), 201);
+
+    // Creating an event with the same Idempotency-Key returns the same event.
+    let create = |key: &'static str| {
+        let body = app.event_body(Duration::minutes(-1));
+        let app = &app;
+        async move {
+            let res = app
+                .client
+                .post(app.url("/events"))
+                .header("x-api-key", ORGANIZER_KEY)
+                .header("idempotency-key", key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 201);
+            res.json::<Value>().await.unwrap()["event_id"].clone()
+        }
+    };
+    assert_eq!(create("create-1").await, create("create-1").await);
+    // Releasing twice is harmless.
+    let rid = first["reservation_id"].as_str().unwrap();
+    let path = format!("/events/{event}/reservations/{rid}/release");
+    assert_eq!(app.post_as("alice", &path).await.status(), 200);
+    let again: Value = app.post_as("alice", &path).await.json().await.unwrap();
+    assert_eq!(again["status"], "released");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn customers_see_and_touch_only_their_own_reservations() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let held: Value = app
+        .reserve_seats("alice", event, &["A-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = held["reservation_id"].as_str().unwrap();
+    let path = format!("/events/{event}/reservations/{rid}");
+    problem(app.get_as("bob", &path).await, 404, "reservation-not-found").await;
+    problem(
+        app.post_as("bob", &format!("{path}/release")).await,
+        404,
+        "reservation-not-found",
+    )
+    .await;
+    let res = app.client.get(app.url(&path)).send().await.unwrap();
+    problem(res, 401, "unauthorized").await;
+    let res = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth("not.a.token")
+        .send()
+        .await
+        .unwrap();
+    problem(res, 401, "unauthorized").await;
+    let r: Value = app.get_as("alice", &path).await.json().await.unwrap();
+    assert_eq!(r["status"], "held");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn organizers_change_the_seat_map_only_before_the_onsale() {
+    let app = TestApp::spawn().await;
+    let res = app
+        .create_event_with(ORGANIZER_KEY, &app.event_body(Duration::hours(1)))
+        .await;
+    let event = res.json::<Value>().await.unwrap()["event_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut map = app.event_body(Duration::hours(1))["seat_map"].clone();
+    map["sections"][1]["rows"][0]["seats"] = json!(8);
+    let put = |key: &'static str, body: Value| {
+        let app = &app;
+        let url = app.url(&format!("/events/{event}/seat-map"));
+        async move {
+            app.client
+                .put(url)
+                .header("x-api-key", key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    problem(put(OTHER_ORGANIZER_KEY, map.clone()).await, 403, "forbidden").await;
+    problem(put("no-such-key", map.clone()).await, 401, "unauthorized").await;
+    let res = put(ORGANIZER_KEY, map.clone()).await;
+    assert_eq!(res.status(), 200);
+    let position = res.json::<Value>().await.unwrap()["position"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let avail = app.availability(event.parse().unwrap(), Some(&position)).await;
+    assert_eq!(avail["seats"]["total"], 28);
+    // Not on sale yet.
+    problem(
+        app.reserve_seats("alice", event.parse().unwrap(), &["A-1-1"]).await,
+        409,
+        "not-on-sale",
+    )
+    .await;
+    app.clock.advance(Duration::hours(2));
+    assert_eq!(
+        app.reserve_seats("alice", event.parse().unwrap(), &["B-1-8"])
+            .await
+            .status(),
+        201
+    );
+    problem(put(ORGANIZER_KEY, map).await, 409, "onsale-started").await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_precise_problem_and_changes_nothing() {
+    let app = TestApp::spawn_with(|s| s.max_body_bytes = 64 * 1024).await;
+    let event = app.create_event().await;
+    let ends = async |app: &TestApp| {
+        let mut v = Vec::new();
+        for p in 0..4 {
+            v.push(app.journal.end_offset(p).await.unwrap());
+        }
+        v
+    };
+    let before = ends(&app).await;
+    let url = app.url(&format!("/events/{event}/reservations"));
+    let send = |body: reqwest::Body, key: Option<&'static str>| {
+        let mut req = app
+            .client
+            .post(url.clone())
+            .bearer_auth(app.token("alice"))
+            .header("content-type", "application/json");
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        async move { req.body(body).send().await.unwrap() }
+    };
+    problem(send("{not json".into(), Some("k")).await, 400, "malformed-json").await;
+    problem(
+        send(r#"{"seats": "A-1-1"}"#.into(), Some("k")).await,
+        422,
+        "invalid-body",
+    )
+    .await;
+    problem(
+        send(r#"{"seats": ["A-1-1"]}"#.into(), None).await,
+        400,
+        "idempotency-key-required",
+    )
+    .await;
+    problem(send(r#"{"seats": []}"#.into(), Some("k0")).await, 422, "bad-seat-count").await;
+    let five = r#"{"seats": ["A-1-1","A-1-2","A-1-3","A-1-4","A-1-5"]}"#;
+    problem(send(five.into(), Some("k5")).await, 422, "bad-seat-count").await;
+    let body = problem(
+        send(r#"{"seats": ["A-9-1", "A-1-1"]}"#.into(), Some("k1")).await,
+        422,
+        "unknown-seats",
+    )
+    .await;
+    assert_eq!(body["seats"], json!(["A-9-1"]));
+    problem(
+        send(r#"{"seats": ["A-1-1", "A-1-1"]}"#.into(), Some("k2")).await,
+        422,
+        "duplicate-seat",
+    )
+    .await;
+    problem(
+        send(r#"{"best_available": {"section": "Z", "count": 2}}"#.into(), Some("k3")).await,
+        422,
+        "unknown-section",
+    )
+    .await;
+    problem(send(r#"{}"#.into(), Some("k4")).await, 422, "bad-selection").await;
+    let huge = format!(r#"{{"seats": ["{}"]}}"#, "A".repeat(100 * 1024));
+    problem(send(huge.into(), Some("k6")).await, 413, "body-too-large").await;
+    let res = app
+        .client
+        .post(app.url(&format!("/events/{}/reservations", uuid::Uuid::now_v7())))
+        .bearer_auth(app.token("alice"))
+        .header("idempotency-key", "k7")
+        .json(&json!({"seats": ["A-1-1"]}))
+        .send()
+        .await
+        .unwrap();
+    problem(res, 404, "event-not-found").await;
+    let res = app
+        .client
+        .get(app.url("/events/not-a-uuid/availability"))
+        .send()
+        .await
+        .unwrap();
+    problem(res, 404, "not-found").await;
+    problem(
+        app.client.get(app.url("/no/such/route")).send().await.unwrap(),
+        404,
+        "not-found",
+    )
+    .await;
+    problem(
+        app.client.delete(app.url("/events")).send().await.unwrap(),
+        405,
+        "method-not-allowed",
+    )
+    .await;
+    // Organizer side: wrong key, invalid seat map, starts before onsale.
+    problem(
+        app.create_event_with("wrong", &app.event_body(Duration::zero())).await,
+        401,
+        "unauthorized",
+    )
+    .await;
+    let mut bad = app.event_body(Duration::zero());
+    bad["seat_map"]["sections"][0]["rows"][0]["tier"] = json!("NOPE");
+    problem(
+        app.create_event_with(ORGANIZER_KEY, &bad).await,
+        422,
+        "invalid-seat-map",
+    )
+    .await;
+    let mut bad = app.event_body(Duration::zero());
+    bad["starts_at"] = bad["onsale_at"].clone();
+    problem(app.create_event_with(ORGANIZER_KEY, &bad).await, 422, "invalid-event").await;
+    let mut bad = app.event_body(Duration::zero());
+    bad["hold_minutes"] = json!(30);
+    problem(app.create_event_with(ORGANIZER_KEY, &bad).await, 422, "invalid-body").await;
+    assert_eq!(ends(&app).await, before, "no bad request wrote anything");
+
+    // A seat already taken: 409 naming it, and still nothing written by the refusal.
+    assert_eq!(app.reserve_seats("alice", event, &["A-1-1"]).await.status(), 201);
+    let before = ends(&app).await;
+    let body = problem(
+        app.reserve_seats("bob", event, &["A-1-2", "A-1-1"]).await,
+        409,
+        "seats-unavailable",
+    )
+    .await;
+    assert_eq!(body["seats"], json!(["A-1-1"]));
+    assert_eq!(ends(&app).await, before);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn availability_is_cacheable() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let url = app.url(&format!("/events/{event}/availability"));
+    let res = app.client.get(&url).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    let etag = res.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(res.headers()["cache-control"].to_str().unwrap().contains("public"));
+    let res = app
+        .client
+        .get(&url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 304);
+    let held: Value = app
+        .reserve_seats("alice", event, &["A-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    app.availability(event, held["position"].as_str()).await;
+    let res = app
+        .client
+        .get(&url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "a change gives a new ETag");
+    assert_ne!(res.headers()["etag"].to_str().unwrap(), etag);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn health_ready_and_openapi() {
+    let app = TestApp::spawn().await;
+    assert_eq!(app.client.get(app.url("/health")).send().await.unwrap().status(), 200);
+    assert_eq!(app.client.get(app.url("/ready")).send().await.unwrap().status(), 200);
+    let doc: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    for path in [
+        "/events",
+        "/events/{event_id}/reservations",
+        "/events/{event_id}/reservations/{reservation_id}/release",
+        "/events/{event_id}/availability",
+        "/webhooks/payments",
+    ] {
+        assert!(
+            doc["paths"].get(path).is_some(),
+            "{path} missing from the OpenAPI document"
+        );
+    }
+    app.stop().await;
+}

@@ -1,0 +1,173 @@
+//! Acknowledged writes survive `kill -9` of the real `frontrow` process.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const SAMPLE: &str = "5a3b1e00-0000-4000-8000-000000000001";
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+fn start(data_dir: &std::path::Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_frontrow"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .env("FRONTROW_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the frontrow binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let base = loop {
+        let line = lines.next().expect("the server prints its address").unwrap();
+        if let Some(addr) = line.strip_prefix("FrontRow listening on ") {
+            break addr.trim().to_owned();
+        }
+    };
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, base }
+}
+
+async fn token(client: &reqwest::Client, base: &str, customer: &str) -> String {
+    let res: Value = client
+        .post(format!("{base}/demo/tokens"))
+        .json(&json!({ "customer": customer }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    res["token"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_reservations_survive_kill_dash_nine() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut server = start(dir.path());
+    let base = server.base.clone();
+    let token = token(&client, &base, "loadfan").await;
+
+    // Reservations stream in from 8 clients; the process is killed while they are in flight.
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Vec<String>)>::new()));
+    let mut tasks = Vec::new();
+    for worker in 0..8 {
+        let (client, base, token, acknowledged) = (client.clone(), base.clone(), token.clone(), acknowledged.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..200 {
+                let section = 201 + (worker * 2 + i % 2);
+                let res = client
+                    .post(format!("{base}/events/{SAMPLE}/reservations"))
+                    .bearer_auth(&token)
+                    .header("idempotency-key", format!("w{worker}-{i}"))
+                    .json(&json!({"best_available": {"section": section.to_string(), "count": 2}}))
+                    .send()
+                    .await;
+                let Ok(res) = res else { break };
+                if res.status() == 201 {
+                    let Ok(body) = res.json::<Value>().await else { break };
+                    let seats = body["seats"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|s| s.as_str().unwrap().to_owned());
+                    acknowledged
+                        .lock()
+                        .unwrap()
+                        .push((body["reservation_id"].as_str().unwrap().to_owned(), seats.collect()));
+                }
+            }
+        }));
+    }
+    // Let some reservations land, then kill -9 (SIGKILL: no graceful shutdown, no flush).
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if acknowledged.lock().unwrap().len() >= 150 {
+            break;
+        }
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(acknowledged.len() >= 150);
+
+    let mut server = start(dir.path());
+    let base = server.base.clone();
+    for (rid, seats) in &acknowledged {
+        let res = client
+            .get(format!("{base}/events/{SAMPLE}/reservations/{rid}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "acknowledged reservation {rid} lost");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["status"], "held");
+        let got: Vec<String> = body["seats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(&got, seats);
+    }
+    // Every acknowledged seat is held on the map after the restart, and no seat twice.
+    let mut ready = false;
+    for _ in 0..100 {
+        if client.get(format!("{base}/ready")).send().await.unwrap().status() == 200 {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready);
+    let map: Value = client
+        .get(format!("{base}/events/{SAMPLE}/availability"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut held = HashSet::new();
+    for section in map["sections"].as_array().unwrap() {
+        for row in section["rows"].as_array().unwrap() {
+            for (i, c) in row["seats"].as_str().unwrap().chars().enumerate() {
+                if c == 'H' {
+                    held.insert(format!(
+                        "{}-{}-{}",
+                        section["code"].as_str().unwrap(),
+                        row["name"].as_str().unwrap(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    for (_, seats) in &acknowledged {
+        for s in seats {
+            assert!(seen.insert(s.clone()), "seat {s} acknowledged twice");
+            assert!(held.contains(s), "acknowledged seat {s} not held after restart");
+        }
+    }
+    // Unacknowledged but durable reservations may exist; nothing else may.
+    assert!(held.len() >= seen.len());
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+}

@@ -168,6 +168,42 @@ async fn acknowledged_reservations_survive_kill_dash_nine() {
     }
     // Unacknowledged but durable reservations may exist; nothing else may.
     assert!(held.len() >= seen.len());
+
+    // A webhook is applied once, forever: its provider event id survives another kill -9.
+    let (rid, _) = &acknowledged[0];
+    let booked = deliver(&client, &base, dir.path(), rid).await;
+    assert_eq!(booked["outcome"], "booked");
     server.child.kill().unwrap();
     server.child.wait().unwrap();
+    let mut server = start(dir.path());
+    let again = deliver(&client, &server.base, dir.path(), rid).await;
+    assert_eq!(again["outcome"], "duplicate");
+    assert_eq!(again["reservation_status"], "booked");
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+}
+
+/// Delivers the same signed `payment_intent.succeeded` (id `evt_restart`) for a reservation,
+/// signed with the webhook secret the server generated into its data directory.
+async fn deliver(client: &reqwest::Client, base: &str, data_dir: &std::path::Path, rid: &str) -> Value {
+    let secrets: Value = serde_json::from_slice(&std::fs::read(data_dir.join("secrets.json")).unwrap()).unwrap();
+    let secret = secrecy::SecretString::from(secrets["webhook_secret"].as_str().unwrap());
+    let body = serde_json::to_vec(&json!({
+        "id": "evt_restart", "object": "event", "type": "payment_intent.succeeded",
+        "created": chrono::Utc::now().timestamp(),
+        "data": {"object": {"id": "pi_restart", "object": "payment_intent", "amount": 11800, "currency": "eur",
+                            "metadata": {"event_id": SAMPLE, "reservation_id": rid}}}
+    }))
+    .unwrap();
+    let signature = frontrow_command::payments::sign(&secret, chrono::Utc::now().timestamp(), &body);
+    let res = client
+        .post(format!("{base}/webhooks/payments"))
+        .header("content-type", "application/json")
+        .header("stripe-signature", signature)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    res.json().await.unwrap()
 }

@@ -1,0 +1,251 @@
+//! The partition writer against the real SQLite journal: overload shedding, append failures,
+//! hold expiry under paused time, and restore on start.
+//!
+//! `Gate` wraps the real journal to hold appends back or make the next one fail, which is how
+//! a slow disk or a lost broker looks to a writer; everything else is the real thing.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use chrono::Duration;
+use frontrow_command::clock::{Clock, SystemClock};
+use frontrow_command::domain::{Command, SeatSelection};
+use frontrow_command::writer::{CommandError, Meta, Outcome, Request, WriterConfig, Writers};
+use frontrow_journal::{Journal, JournalError, Offset, Record, SqliteJournal, StoredRecord};
+use frontrow_schema::*;
+use tokio::sync::{Semaphore, watch};
+
+struct Gate {
+    inner: SqliteJournal,
+    /// Appends wait for a permit while `closed`.
+    permits: Semaphore,
+    /// Appends currently held at the gate.
+    waiting: AtomicUsize,
+    closed: AtomicBool,
+    fail_next: AtomicBool,
+}
+
+#[async_trait]
+impl Journal for Gate {
+    fn partitions(&self) -> u32 {
+        self.inner.partitions()
+    }
+    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError> {
+        if self.closed.load(Ordering::SeqCst) {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            self.permits.acquire().await.expect("gate open").forget();
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        if self.fail_next.swap(false, Ordering::SeqCst) {
+            return Err(JournalError::Storage("disk on fire".into()));
+        }
+        self.inner.append(partition, records).await
+    }
+    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError> {
+        self.inner.read(partition, from, max).await
+    }
+    async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError> {
+        self.inner.end_offset(partition).await
+    }
+    fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError> {
+        self.inner.watch(partition)
+    }
+}
+
+fn gate(dir: &tempfile::TempDir) -> Arc<Gate> {
+    Arc::new(Gate {
+        inner: SqliteJournal::open(&dir.path().join("j.db"), 1).unwrap(),
+        permits: Semaphore::new(0),
+        waiting: AtomicUsize::new(0),
+        closed: AtomicBool::new(false),
+        fail_next: AtomicBool::new(false),
+    })
+}
+
+fn event(clock: &dyn Clock) -> EventScheduled {
+    let map: SeatMap = serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
+        "sections": [{"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 10, "tier": "STD"}]}]
+    }))
+    .unwrap();
+    EventScheduled {
+        event_id: EventId::new(),
+        organizer: OrganizerId::parse("acme").unwrap(),
+        title: "t".into(),
+        artist: "a".into(),
+        venue: "v".into(),
+        city: "c".into(),
+        starts_at: clock.now() + Duration::days(1),
+        onsale_at: clock.now() - Duration::minutes(1),
+        hold_minutes: HoldMinutes::DEFAULT,
+        max_seats_per_order: 4,
+        currency: Currency::parse("EUR").unwrap(),
+        seat_map: map,
+    }
+}
+
+async fn schedule(writers: &Writers, info: EventScheduled) {
+    let request = Request::Command {
+        event_id: info.event_id,
+        command: Command::Schedule(Box::new(info)),
+        meta: Meta::default(),
+    };
+    writers.send(request).await.unwrap();
+}
+
+fn reserve(event_id: EventId, customer: &str, seats: &[&str], key: &str) -> Request {
+    Request::Command {
+        event_id,
+        command: Command::Reserve {
+            customer: CustomerId::parse(customer).unwrap(),
+            reservation_id: ReservationId::new(),
+            selection: SeatSelection::Explicit(seats.iter().map(|s| s.parse().unwrap()).collect()),
+            idempotency_key: key.into(),
+        },
+        meta: Meta {
+            idempotency_key: Some(key.into()),
+            ..Meta::default()
+        },
+    }
+}
+
+fn get(event_id: EventId, customer: &str, outcome: &Outcome) -> Request {
+    Request::GetReservation {
+        event_id,
+        customer: CustomerId::parse(customer).unwrap(),
+        reservation_id: outcome.reservation.as_ref().unwrap().reservation_id,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_mailbox_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = gate(&dir);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let config = WriterConfig { mailbox: 2, batch: 1 };
+    let (writers, tasks) = Writers::start(journal.clone(), clock.clone(), config).await.unwrap();
+    let info = event(clock.as_ref());
+    let id = info.event_id;
+    schedule(&writers, info).await;
+
+    journal.closed.store(true, Ordering::SeqCst);
+    // One request is taken and blocks in its append; two more fill the mailbox.
+    let first = tokio::spawn({
+        let w = writers.clone();
+        async move { w.send(reserve(id, "a", &["A-1-1"], "k1")).await }
+    });
+    while journal.waiting.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // `send` puts the request in the mailbox on its first poll.
+    let mut queued: Vec<_> = ["A-1-2", "A-1-3"]
+        .into_iter()
+        .enumerate()
+        .map(|(i, seat)| Box::pin(writers.send(reserve(id, "b", &[seat], &format!("q{i}")))))
+        .collect();
+    for q in &mut queued {
+        assert!(futures::poll!(q).is_pending());
+    }
+    let refused = writers.send(reserve(id, "c", &["A-1-9"], "k9")).await;
+    assert!(matches!(refused, Err(CommandError::Overloaded)), "{refused:?}");
+
+    journal.permits.add_permits(10);
+    assert!(first.await.unwrap().is_ok());
+    for q in queued {
+        assert!(q.await.is_ok());
+    }
+    // The refused command wrote nothing: its seat is still free.
+    journal.closed.store(false, Ordering::SeqCst);
+    assert!(writers.send(reserve(id, "d", &["A-1-9"], "k10")).await.is_ok());
+    drop(writers);
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_append_acknowledges_nothing_and_state_follows_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = gate(&dir);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let (writers, _tasks) = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    let info = event(clock.as_ref());
+    let id = info.event_id;
+    schedule(&writers, info).await;
+
+    journal.fail_next.store(true, Ordering::SeqCst);
+    let failed = writers.send(reserve(id, "a", &["A-1-1"], "k1")).await;
+    assert!(matches!(failed, Err(CommandError::Unavailable(_))), "{failed:?}");
+    // The writer's memory did not keep the unrecorded hold: someone else can take the seat.
+    let ok = writers.send(reserve(id, "b", &["A-1-1"], "k2")).await.unwrap();
+    assert_eq!(ok.recorded, vec!["frontrow.seats.reserved"]);
+    // And the retry of the failed command is a fresh attempt that now meets a taken seat.
+    let retry = writers.send(reserve(id, "a", &["A-1-1"], "k1")).await;
+    assert!(matches!(retry, Err(CommandError::Rejected(_))), "{retry:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn holds_expire_on_the_writers_timer() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = gate(&dir);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let (writers, _tasks) = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    let info = event(clock.as_ref());
+    let id = info.event_id;
+    schedule(&writers, info).await;
+    let held = writers.send(reserve(id, "a", &["A-1-1", "A-1-2"], "k1")).await.unwrap();
+    let other = writers.send(reserve(id, "b", &["A-1-3"], "k2")).await.unwrap();
+
+    tokio::time::advance(std::time::Duration::from_secs(9 * 60 + 59)).await;
+    let r = writers.send(get(id, "a", &held)).await.unwrap();
+    assert_eq!(r.reservation.unwrap().status, "held");
+
+    tokio::time::advance(std::time::Duration::from_secs(2)).await;
+    // Let the writer's timer run.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    let r = writers.send(get(id, "a", &held)).await.unwrap();
+    assert_eq!(r.reservation.unwrap().status, "expired");
+    let r = writers.send(get(id, "b", &other)).await.unwrap();
+    assert_eq!(r.reservation.unwrap().status, "expired");
+    // Freed seats can be held again.
+    assert!(writers.send(reserve(id, "c", &["A-1-1"], "k3")).await.is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_writer_rebuilds_its_state_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let info = event(clock.as_ref());
+    let id = info.event_id;
+    let held = {
+        let journal = gate(&dir);
+        let (writers, tasks) = Writers::start(journal, clock.clone(), WriterConfig::default())
+            .await
+            .unwrap();
+        schedule(&writers, info).await;
+        let held = writers.send(reserve(id, "a", &["A-1-5"], "k1")).await.unwrap();
+        drop(writers);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        held
+    };
+    let journal = gate(&dir);
+    let (writers, _tasks) = Writers::start(journal, clock, WriterConfig::default()).await.unwrap();
+    let again = writers.send(get(id, "a", &held)).await.unwrap();
+    assert_eq!(again.reservation, held.reservation);
+    // The idempotency key survived too: the retry answers the same reservation.
+    let retry = writers.send(reserve(id, "a", &["A-1-5"], "k1")).await.unwrap();
+    assert!(retry.recorded.is_empty());
+    assert_eq!(retry.reservation, held.reservation);
+    let taken = writers.send(reserve(id, "b", &["A-1-5"], "k2")).await;
+    assert!(matches!(taken, Err(CommandError::Rejected(_))));
+}

@@ -88,6 +88,24 @@ impl Default for Settings {
     }
 }
 
+/// The top-level keys of [`Settings`], for picking its variables out of the environment.
+const KEYS: &[&str] = &[
+    "listen",
+    "data_dir",
+    "partitions",
+    "journal",
+    "mailbox",
+    "batch",
+    "max_body_bytes",
+    "token_secret",
+    "webhook_secret",
+    "webhook_tolerance_secs",
+    "organizers",
+    "demo",
+    "sample_event",
+    "public_url",
+];
+
 impl Settings {
     /// Defaults, then the file (if any), then `FRONTROW_*` variables.
     pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
@@ -96,9 +114,13 @@ impl Settings {
             anyhow::ensure!(file.exists(), "config file {} does not exist", file.display());
             figment = figment.merge(Toml::file(file));
         }
-        Ok(figment
-            .merge(Env::prefixed("FRONTROW_").ignore(&["config", "log"]).split("__"))
-            .extract()?)
+        // Only this tree's keys: other tools share the FRONTROW_ prefix (deploy/local's ports,
+        // FRONTROW_LOG, FRONTROW_CONFIG), while a file must not carry unknown keys.
+        let env = Env::prefixed("FRONTROW_").filter(|key| {
+            let top = key.as_str().split("__").next().unwrap_or_default();
+            KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
+        });
+        Ok(figment.merge(env.split("__")).extract()?)
     }
 }
 
@@ -120,6 +142,28 @@ mod tests {
             // Secrets never print.
             assert!(!format!("{s:?}").contains("s3cret"));
             assert!(!serde_json::to_string(&s).unwrap().contains("s3cret"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_environment_key_list_names_every_setting() {
+        let value = serde_json::to_value(Settings::default()).unwrap();
+        let mut fields: Vec<_> = value.as_object().unwrap().keys().cloned().collect();
+        let mut keys: Vec<_> = KEYS.iter().map(|k| k.to_string()).collect();
+        fields.sort();
+        keys.sort();
+        assert_eq!(fields, keys);
+    }
+
+    #[test]
+    fn other_frontrow_variables_are_left_alone() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("FRONTROW_SERVICES_DIR", "/somewhere");
+            jail.set_env("FRONTROW_DATABASE_URL", "postgres://x");
+            jail.set_env("FRONTROW_PARTITIONS", "3");
+            let s = Settings::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(s.partitions, 3);
             Ok(())
         });
     }

@@ -132,7 +132,7 @@ impl Writers {
                 clock: clock.clone(),
                 events: HashMap::new(),
                 deadlines: BinaryHeap::new(),
-                end: 0,
+                last: None,
                 rx,
                 batch: config.batch.max(1),
                 needs_restore: false,
@@ -178,8 +178,8 @@ struct Writer {
     events: HashMap<EventId, EventState>,
     /// Hold deadlines, soonest first; stale entries (booked, released) are skipped when popped.
     deadlines: BinaryHeap<Reverse<(DateTime<Utc>, EventId, ReservationId)>>,
-    /// The partition's end offset as far as this writer has written or read.
-    end: Offset,
+    /// The offset of the newest record this writer has written or read.
+    last: Option<Offset>,
     rx: mpsc::Receiver<Msg>,
     batch: usize,
     needs_restore: bool,
@@ -205,12 +205,14 @@ impl Writer {
     async fn restore(&mut self) -> Result<(), JournalError> {
         self.events.clear();
         self.deadlines.clear();
+        self.last = None;
+        let end = self.journal.end_offset(self.partition).await?;
         let mut from = 0;
-        loop {
-            let records = self.journal.read(self.partition, from, 10_000).await?;
-            let Some(last) = records.last() else { break };
-            from = last.offset + 1;
-            for record in &records {
+        while from < end {
+            let batch = self.journal.read(self.partition, from, 10_000).await?;
+            from = from.max(batch.next);
+            for record in &batch.records {
+                self.last = Some(record.offset);
                 match decode(&record.value) {
                     Ok(env) => self.apply(&env),
                     // A record this version cannot read is skipped loudly rather than
@@ -221,12 +223,11 @@ impl Writer {
                 }
             }
         }
-        self.end = from;
         self.needs_restore = false;
         info!(
             partition = self.partition,
             events = self.events.len(),
-            end = self.end,
+            end,
             "writer restored"
         );
         Ok(())
@@ -341,13 +342,13 @@ impl Writer {
                 answer,
             });
         }
-        let first = if records.is_empty() {
-            self.end
+        let offsets = if records.is_empty() {
+            Vec::new()
         } else {
             match self.journal.append(self.partition, records).await {
-                Ok(range) => {
-                    self.end = range.end;
-                    range.start
+                Ok(offsets) => {
+                    self.last = offsets.last().copied().or(self.last);
+                    offsets
                 }
                 Err(e) => {
                     error!(partition = self.partition, error = %e, "append failed; batch refused, state will be restored");
@@ -365,8 +366,8 @@ impl Writer {
             let Some(reply) = p.reply else { continue };
             let answer = p.answer.and_then(|d| {
                 let offset = match d.last_record {
-                    Some(i) => Some(first + i as Offset),
-                    None => self.end.checked_sub(1),
+                    Some(i) => offsets.get(i).copied(),
+                    None => self.last,
                 };
                 let target = d.reservation.as_ref().map(|(_, id)| *id);
                 let reservation = d.reservation.and_then(|(customer, id)| {

@@ -4,7 +4,6 @@
 //! `Gate` wraps the real journal to hold appends back or make the next one fail, which is how
 //! a slow disk or a lost broker looks to a writer; everything else is the real thing.
 
-use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -13,7 +12,7 @@ use chrono::Duration;
 use frontrow_command::clock::{Clock, SystemClock};
 use frontrow_command::domain::{Command, SeatSelection};
 use frontrow_command::writer::{CommandError, Meta, Outcome, Request, WriterConfig, Writers};
-use frontrow_journal::{Journal, JournalError, Offset, Record, SqliteJournal, StoredRecord};
+use frontrow_journal::{Batch, Journal, JournalError, Offset, Record, SqliteJournal};
 use frontrow_schema::*;
 use tokio::sync::{Semaphore, watch};
 
@@ -32,7 +31,7 @@ impl Journal for Gate {
     fn partitions(&self) -> u32 {
         self.inner.partitions()
     }
-    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError> {
+    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
         if self.closed.load(Ordering::SeqCst) {
             self.waiting.fetch_add(1, Ordering::SeqCst);
             self.permits.acquire().await.expect("gate open").forget();
@@ -43,7 +42,7 @@ impl Journal for Gate {
         }
         self.inner.append(partition, records).await
     }
-    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError> {
+    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
         self.inner.read(partition, from, max).await
     }
     async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError> {

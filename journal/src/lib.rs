@@ -1,14 +1,14 @@
 //! The event log port shared by every side of FrontRow.
 //!
-//! A journal is a fixed number of partitions, each an append-only sequence of records numbered
-//! from offset 0. The write side appends a whole batch to one partition at once and is told
-//! the offsets only after the batch is durable (group commit); the projectors and query nodes
-//! read partitions from an offset and follow new appends through [`Journal::watch`].
+//! A journal is a fixed number of partitions, each an append-only sequence of records at
+//! strictly increasing offsets. Offsets need not be contiguous: Kafka spends offsets on
+//! transaction markers, so readers continue from [`Batch::next`], never from `offset + 1`. The
+//! write side appends a whole batch to one partition at once and is told the offsets only after
+//! the batch is durable (group commit); the projectors and query nodes read partitions from an
+//! offset and follow new appends through [`Journal::watch`].
 //!
 //! [`SqliteJournal`] is the embedded implementation; a Kafka implementation sits behind the same
 //! trait. [`conformance`] is the one test suite every implementation must pass.
-
-use std::ops::Range;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
@@ -55,6 +55,15 @@ pub struct Record {
     pub value: Vec<u8>,
 }
 
+/// What one read returned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    pub records: Vec<StoredRecord>,
+    /// Where the next read continues: past the last record and past anything that is not a
+    /// record (such as Kafka's transaction markers).
+    pub next: Offset,
+}
+
 /// A record read back, with where it sits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRecord {
@@ -89,18 +98,20 @@ pub trait Journal: Send + Sync + 'static {
     /// How many partitions the journal has; fixed for its lifetime, since events are routed by it.
     fn partitions(&self) -> u32;
 
-    /// Appends `records` to `partition` as one atomic, durable batch and returns their offsets.
-    /// When this returns `Ok`, the records survive a crash of this process and of the machine.
-    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError>;
+    /// Appends `records` to `partition` as one atomic, durable batch and returns the offset of
+    /// each record, in order. When this returns `Ok`, the records survive a crash of this
+    /// process and of the machine.
+    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError>;
 
-    /// Reads up to `max` records of `partition` starting at offset `from`, in order. Returns an
-    /// empty vector at the end of the partition.
-    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError>;
+    /// Reads up to `max` records of `partition` at offsets `>= from`, in order. At the end of
+    /// the partition the batch is empty and `next` is `from` (or past skipped markers).
+    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError>;
 
-    /// The offset the next append to `partition` will get (the number of records in it).
+    /// The offset just past the last durable record of `partition`: a reader that starts at 0
+    /// and continues until `next >= end_offset` has seen everything appended before this call.
     async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError>;
 
-    /// A receiver of `partition`'s end offset, updated after every durable append.
+    /// A receiver of `partition`'s end offset, updated after durable appends.
     fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError>;
 }
 
@@ -144,15 +155,23 @@ impl Follower {
     pub async fn next_batch(&mut self) -> Option<Result<Vec<StoredRecord>, JournalError>> {
         loop {
             if *self.end.borrow_and_update() > self.next {
-                return Some(match self.journal.read(self.partition, self.next, self.batch).await {
-                    Ok(records) => {
-                        if let Some(last) = records.last() {
-                            self.next = last.offset + 1;
+                match self.journal.read(self.partition, self.next, self.batch).await {
+                    Ok(batch) => {
+                        let moved = batch.next > self.next;
+                        self.next = self.next.max(batch.next);
+                        if !batch.records.is_empty() {
+                            return Some(Ok(batch.records));
                         }
-                        Ok(records)
+                        if !moved {
+                            // The end is ahead but nothing is readable yet (an open transaction):
+                            // wait for news rather than spin.
+                            let _ =
+                                tokio::time::timeout(std::time::Duration::from_millis(50), self.end.changed()).await;
+                        }
+                        continue;
                     }
-                    Err(e) => Err(e),
-                });
+                    Err(e) => return Some(Err(e)),
+                }
             }
             if self.end.changed().await.is_err() {
                 return None;

@@ -5,7 +5,6 @@
 //! are serialised through one write connection (SQLite has one writer anyway); reads use their
 //! own connection, which WAL lets run beside the writer.
 
-use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +12,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::watch;
 
-use crate::{Journal, JournalError, Offset, Record, StoredRecord};
+use crate::{Batch, Journal, JournalError, Offset, Record, StoredRecord};
 
 pub struct SqliteJournal {
     inner: Arc<Inner>,
@@ -131,11 +130,11 @@ impl Inner {
         }
     }
 
-    fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError> {
+    fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
         let mut w = self.writer.lock().map_err(storage)?;
         let first = w.next[partition as usize];
         if records.is_empty() {
-            return Ok(first..first);
+            return Ok(Vec::new());
         }
         let tx = w.conn.transaction().map_err(storage)?;
         {
@@ -153,10 +152,10 @@ impl Inner {
         w.next[partition as usize] = end;
         // Publish while still holding the write lock so watchers see ends in order.
         self.ends[partition as usize].send_replace(end);
-        Ok(first..end)
+        Ok((first..end).collect())
     }
 
-    fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError> {
+    fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
         let conn = self.reader.lock().map_err(storage)?;
         let mut stmt = conn
             .prepare_cached(
@@ -174,7 +173,9 @@ impl Inner {
                 })
             })
             .map_err(storage)?;
-        rows.collect::<Result<_, _>>().map_err(storage)
+        let records: Vec<StoredRecord> = rows.collect::<Result<_, _>>().map_err(storage)?;
+        let next = records.last().map_or(from, |r| r.offset + 1);
+        Ok(Batch { records, next })
     }
 }
 
@@ -184,7 +185,7 @@ impl Journal for SqliteJournal {
         self.inner.partitions
     }
 
-    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Range<Offset>, JournalError> {
+    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
         self.inner.check(partition)?;
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || inner.append(partition, records))
@@ -192,7 +193,7 @@ impl Journal for SqliteJournal {
             .map_err(storage)?
     }
 
-    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Vec<StoredRecord>, JournalError> {
+    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
         self.inner.check(partition)?;
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || inner.read(partition, from, max))

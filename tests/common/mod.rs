@@ -233,12 +233,8 @@ impl TestApp {
 pub async fn replay(journal: &dyn Journal) -> HashMap<EventId, EventState> {
     let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
     for p in 0..journal.partitions() {
-        let mut from = 0;
-        loop {
-            let records = journal.read(p, from, 10_000).await.unwrap();
-            let Some(last) = records.last() else { break };
-            from = last.offset + 1;
-            for r in records {
+        for r in frontrow_journal::conformance::read_all(journal, p).await {
+            {
                 let env = decode(&r.value).unwrap();
                 let state = states.entry(env.event_id).or_default();
                 domain::apply(state, &env.event, env.idempotency_key.as_deref());

@@ -67,7 +67,7 @@ impl TestLog {
             .unwrap();
         Position {
             partition,
-            offset: offsets.start,
+            offset: offsets[0],
         }
     }
 

@@ -141,7 +141,10 @@ impl TestApp {
             .await;
         assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
         let body: Value = res.json().await.unwrap();
-        body["event_id"].as_str().unwrap().parse().unwrap()
+        let event: EventId = body["event_id"].as_str().unwrap().parse().unwrap();
+        // Read your own write: return once the query side has seen the new event.
+        self.availability(event, body["position"].as_str()).await;
+        event
     }
 
     pub async fn reserve(&self, customer: &str, event: EventId, key: &str, body: Value) -> reqwest::Response {

@@ -203,6 +203,8 @@ struct Decided {
 
 impl Writer {
     async fn restore(&mut self) -> Result<(), JournalError> {
+        // Fence any earlier writer first, so nothing lands behind the state restored here.
+        self.journal.claim(self.partition).await?;
         self.events.clear();
         self.deadlines.clear();
         self.last = None;

@@ -219,11 +219,11 @@ pub async fn appends_survive_reopen(h: &dyn Harness) {
     assert!(after[0] > first[1]);
 }
 
-/// Generates one test per conformance case for a harness expression; attributes given first
-/// (e.g. `#[ignore = "needs kafka"]`) go on every generated test.
+/// Generates one test per conformance case for a harness expression; attributes given after it
+/// (e.g. `journal_conformance!(harness(), #[ignore = "needs kafka"])`) go on every test.
 #[macro_export]
 macro_rules! journal_conformance {
-    ($(#[$attr:meta])* $harness:expr) => {
+    ($harness:expr $(, #[$attr:meta])* $(,)?) => {
         $crate::journal_conformance!(@cases [$(#[$attr])*] $harness;
             append_then_read, partitions_are_independent, read_from_offset_with_limit,
             empty_batches_and_bad_partitions, followers_see_new_appends,

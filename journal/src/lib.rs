@@ -14,8 +14,10 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 pub mod conformance;
+mod kafka;
 mod sqlite;
 
+pub use kafka::{KafkaJournal, KafkaSettings};
 pub use sqlite::SqliteJournal;
 
 /// A position within one partition.
@@ -97,6 +99,14 @@ impl JournalError {
 pub trait Journal: Send + Sync + 'static {
     /// How many partitions the journal has; fixed for its lifetime, since events are routed by it.
     fn partitions(&self) -> u32;
+
+    /// Makes this process the only writer of `partition`: any earlier writer is fenced, so its
+    /// appends fail from now on. Call before restoring a partition's state, so nothing can be
+    /// appended behind the restored state's back. A single-process journal has nothing to fence.
+    async fn claim(&self, partition: u32) -> Result<(), JournalError> {
+        let _ = partition;
+        Ok(())
+    }
 
     /// Appends `records` to `partition` as one atomic, durable batch and returns the offset of
     /// each record, in order. When this returns `Ok`, the records survive a crash of this

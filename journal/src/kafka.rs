@@ -1,0 +1,429 @@
+//! The journal on Apache Kafka: topic `frontrow.events`, one partition per writer.
+//!
+//! Records are keyed by event id and land on the partition the schema's murmur2 partitioner
+//! chose (the writer passes it explicitly, so every client agrees). Appends go through a
+//! transactional producer per partition whose `transactional.id` is derived from the topic and
+//! partition: whoever [`claim`](Journal::claim)s a partition calls `init_transactions`, which
+//! fences the previous owner — its next commit fails and it acknowledges nothing. A batch is
+//! one transaction, so it is visible whole or not at all, and readers use `read_committed`.
+//!
+//! Kafka spends an offset on each transaction's commit marker, so offsets have gaps; reads
+//! report the consumer's position as [`Batch::next`]. The end offset seen by watchers is the
+//! partitions' high watermark, polled in the background (other processes append too).
+//!
+//! The topic is created with `flush.messages=1` (each append is fsynced by the broker before it
+//! is acknowledged), so an acknowledged batch survives a broker crash even with one replica.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{Offset as KafkaOffset, TopicPartitionList};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use crate::{Batch, Journal, JournalError, Offset, Record, StoredRecord};
+
+/// How long a broker call may take before the journal reports it unavailable.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the end offsets are refreshed for watchers.
+const WATERMARK_POLL: Duration = Duration::from_millis(50);
+
+/// Where the Kafka journal lives.
+#[derive(Debug, Clone)]
+pub struct KafkaSettings {
+    /// `host:port[,host:port...]`.
+    pub brokers: String,
+    pub topic: String,
+    pub partitions: u32,
+    /// Replication factor used when the topic is created.
+    pub replication: i32,
+}
+
+impl KafkaSettings {
+    pub fn new(brokers: impl Into<String>, partitions: u32) -> Self {
+        Self {
+            brokers: brokers.into(),
+            topic: "frontrow.events".into(),
+            partitions,
+            replication: 1,
+        }
+    }
+}
+
+pub struct KafkaJournal {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: KafkaSettings,
+    /// The transactional producer of each partition this process has claimed.
+    producers: Vec<tokio::sync::Mutex<Option<Arc<FutureProducer>>>>,
+    /// One transaction at a time per partition: a producer runs a single transaction.
+    appending: Vec<tokio::sync::Mutex<()>>,
+    readers: Vec<Mutex<Reader>>,
+    /// A consumer used only for metadata and watermarks. It reads uncommitted, so the end it
+    /// reports covers every acknowledged append at once; the commit markers that make an append
+    /// visible to `read_committed` readers are written just after the commit returns, and a
+    /// reader told to read up to this end waits for them.
+    meta: BaseConsumer,
+    ends: Vec<watch::Sender<Offset>>,
+}
+
+struct Reader {
+    consumer: BaseConsumer,
+    /// Where the consumer is positioned, if it is assigned.
+    cursor: Option<Offset>,
+}
+
+fn kafka_err(e: KafkaError) -> JournalError {
+    JournalError::Storage(format!("kafka: {e}"))
+}
+
+fn consumer(brokers: &str, isolation: &str) -> Result<BaseConsumer, JournalError> {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "frontrow-journal-reader")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("isolation.level", isolation)
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "20")
+        .create()
+        .map_err(kafka_err)
+}
+
+fn is_fenced(e: &KafkaError) -> bool {
+    let fenced_code = |c: RDKafkaErrorCode| {
+        matches!(
+            c,
+            RDKafkaErrorCode::Fenced | RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch
+        )
+    };
+    match e {
+        KafkaError::Transaction(t) => t.is_fatal() || fenced_code(t.code()),
+        other => other.rdkafka_error_code().is_some_and(fenced_code),
+    }
+}
+
+impl KafkaJournal {
+    /// Connects, creating the topic if it does not exist; an existing topic must have the
+    /// configured partition count.
+    pub async fn connect(settings: KafkaSettings) -> Result<Self, JournalError> {
+        if settings.partitions == 0 {
+            return Err(JournalError::Storage("a journal needs at least one partition".into()));
+        }
+        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+            .set("bootstrap.servers", &settings.brokers)
+            .create()
+            .map_err(kafka_err)?;
+        let topic = NewTopic::new(
+            &settings.topic,
+            settings.partitions as i32,
+            TopicReplication::Fixed(settings.replication),
+        )
+        .set("flush.messages", "1")
+        .set("min.insync.replicas", "1");
+        let options = AdminOptions::new()
+            .operation_timeout(Some(CALL_TIMEOUT))
+            .request_timeout(Some(CALL_TIMEOUT));
+        for result in admin.create_topics([&topic], &options).await.map_err(kafka_err)? {
+            match result {
+                Ok(name) => info!(topic = name, partitions = settings.partitions, "journal topic created"),
+                Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => return Err(JournalError::Storage(format!("creating topic {name}: {code}"))),
+            }
+        }
+        let meta = consumer(&settings.brokers, "read_uncommitted")?;
+        let found = {
+            let (meta_topic, brokers) = (settings.topic.clone(), settings.brokers.clone());
+            tokio::task::spawn_blocking(move || -> Result<usize, JournalError> {
+                let c = consumer(&brokers, "read_uncommitted")?;
+                // Metadata can lag a fresh topic by a moment.
+                let deadline = Instant::now() + CALL_TIMEOUT;
+                loop {
+                    let md = c.fetch_metadata(Some(&meta_topic), CALL_TIMEOUT).map_err(kafka_err)?;
+                    let n = md.topics().first().map_or(0, |t| t.partitions().len());
+                    if n > 0 || Instant::now() > deadline {
+                        return Ok(n);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+            .await
+            .map_err(|e| JournalError::Storage(e.to_string()))??
+        };
+        if found != settings.partitions as usize {
+            return Err(JournalError::PartitionCountMismatch {
+                path: format!("kafka topic {}", settings.topic),
+                found: found as u32,
+                configured: settings.partitions,
+            });
+        }
+        let mut readers = Vec::new();
+        for _ in 0..settings.partitions {
+            readers.push(Mutex::new(Reader {
+                consumer: consumer(&settings.brokers, "read_committed")?,
+                cursor: None,
+            }));
+        }
+        let inner = Arc::new(Inner {
+            producers: (0..settings.partitions)
+                .map(|_| tokio::sync::Mutex::new(None))
+                .collect(),
+            appending: (0..settings.partitions).map(|_| tokio::sync::Mutex::new(())).collect(),
+            readers,
+            meta,
+            ends: (0..settings.partitions).map(|_| watch::Sender::new(0)).collect(),
+            settings,
+        });
+        for p in 0..inner.settings.partitions {
+            let high = inner.clone().high_watermark(p).await?;
+            inner.ends[p as usize].send_replace(high);
+        }
+        tokio::spawn(poll_watermarks(Arc::downgrade(&inner)));
+        Ok(Self { inner })
+    }
+
+    pub fn settings(&self) -> &KafkaSettings {
+        &self.inner.settings
+    }
+}
+
+/// Keeps every partition's end offset current for watchers, until the journal is dropped.
+async fn poll_watermarks(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(WATERMARK_POLL).await;
+        let Some(inner) = inner.upgrade() else { return };
+        for p in 0..inner.settings.partitions {
+            match inner.clone().high_watermark(p).await {
+                Ok(high) => {
+                    inner.ends[p as usize].send_if_modified(|end| {
+                        let grew = high > *end;
+                        *end = (*end).max(high);
+                        grew
+                    });
+                }
+                Err(e) => debug!(partition = p, error = %e, "watermark poll failed"),
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn check(&self, partition: u32) -> Result<(), JournalError> {
+        if partition < self.settings.partitions {
+            Ok(())
+        } else {
+            Err(JournalError::NoSuchPartition {
+                partition,
+                partitions: self.settings.partitions,
+            })
+        }
+    }
+
+    async fn high_watermark(self: Arc<Self>, partition: u32) -> Result<Offset, JournalError> {
+        tokio::task::spawn_blocking(move || {
+            self.meta
+                .fetch_watermarks(&self.settings.topic, partition as i32, CALL_TIMEOUT)
+                .map(|(_, high)| high.max(0) as Offset)
+                .map_err(kafka_err)
+        })
+        .await
+        .map_err(|e| JournalError::Storage(e.to_string()))?
+    }
+
+    /// A transactional producer for `partition`, fencing whoever had it before.
+    async fn producer(&self, partition: u32) -> Result<Arc<FutureProducer>, JournalError> {
+        let mut slot = self.producers[partition as usize].lock().await;
+        if let Some(p) = slot.as_ref() {
+            return Ok(p.clone());
+        }
+        let transactional_id = format!("frontrow-writer.{}.{partition}", self.settings.topic);
+        let producer: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &self.settings.brokers)
+            .set("transactional.id", &transactional_id)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "0")
+            .set("transaction.timeout.ms", "10000")
+            .set("message.timeout.ms", "10000")
+            .create()
+            .map_err(kafka_err)?;
+        let producer = Arc::new(producer);
+        let p = producer.clone();
+        tokio::task::spawn_blocking(move || p.init_transactions(CALL_TIMEOUT))
+            .await
+            .map_err(|e| JournalError::Storage(e.to_string()))?
+            .map_err(kafka_err)?;
+        info!(
+            partition,
+            transactional_id, "partition claimed: earlier writers are fenced"
+        );
+        *slot = Some(producer.clone());
+        Ok(producer)
+    }
+
+    async fn forget_producer(&self, partition: u32) {
+        self.producers[partition as usize].lock().await.take();
+    }
+
+    fn read_blocking(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
+        let mut reader = self.readers[partition as usize]
+            .lock()
+            .map_err(|e| JournalError::Storage(e.to_string()))?;
+        if reader.cursor != Some(from) {
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&self.settings.topic, partition as i32, KafkaOffset::Offset(from as i64))
+                .map_err(kafka_err)?;
+            reader.consumer.assign(&tpl).map_err(kafka_err)?;
+            reader.cursor = Some(from);
+        }
+        let known_end = *self.ends[partition as usize].borrow();
+        // Wait for a first record only if there should be one; then take what has arrived.
+        let mut wait = if from < known_end {
+            Duration::from_millis(500)
+        } else {
+            Duration::from_millis(10)
+        };
+        let mut records = Vec::new();
+        while records.len() < max {
+            match reader.consumer.poll(wait) {
+                Some(Ok(m)) => {
+                    records.push(StoredRecord {
+                        partition,
+                        offset: m.offset() as Offset,
+                        key: m.key().unwrap_or_default().to_vec(),
+                        value: m.payload().unwrap_or_default().to_vec(),
+                    });
+                    wait = Duration::ZERO;
+                }
+                Some(Err(e)) => return Err(kafka_err(e)),
+                None => break,
+            }
+        }
+        let position = reader.consumer.position().ok().and_then(|tpl| {
+            match tpl.find_partition(&self.settings.topic, partition as i32)?.offset() {
+                KafkaOffset::Offset(o) if o >= 0 => Some(o as Offset),
+                _ => None,
+            }
+        });
+        let next = [Some(from), records.last().map(|r| r.offset + 1), position]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(from);
+        reader.cursor = Some(next);
+        Ok(Batch { records, next })
+    }
+}
+
+#[async_trait]
+impl Journal for KafkaJournal {
+    fn partitions(&self) -> u32 {
+        self.inner.settings.partitions
+    }
+
+    async fn claim(&self, partition: u32) -> Result<(), JournalError> {
+        self.inner.check(partition)?;
+        self.inner.forget_producer(partition).await;
+        self.inner.producer(partition).await.map(|_| ())
+    }
+
+    async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
+        self.inner.check(partition)?;
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let _one_at_a_time = self.inner.appending[partition as usize].lock().await;
+        let producer = self.inner.producer(partition).await?;
+        let topic = &self.inner.settings.topic;
+        if let Err(e) = producer.begin_transaction() {
+            return Err(self.fail_async(partition, e).await);
+        }
+        let mut deliveries = Vec::with_capacity(records.len());
+        for record in &records {
+            let future_record = FutureRecord::to(topic)
+                .partition(partition as i32)
+                .key(&record.key[..])
+                .payload(&record.value[..]);
+            match producer.send_result(future_record) {
+                Ok(delivery) => deliveries.push(delivery),
+                Err((e, _)) => {
+                    let p = producer.clone();
+                    let _ = tokio::task::spawn_blocking(move || p.abort_transaction(CALL_TIMEOUT)).await;
+                    return Err(self.fail_async(partition, e).await);
+                }
+            }
+        }
+        let p = producer.clone();
+        let committed = tokio::task::spawn_blocking(move || p.commit_transaction(CALL_TIMEOUT))
+            .await
+            .map_err(|e| JournalError::Storage(e.to_string()))?;
+        if let Err(e) = committed {
+            let p = producer.clone();
+            let _ = tokio::task::spawn_blocking(move || p.abort_transaction(CALL_TIMEOUT)).await;
+            return Err(self.fail_async(partition, e).await);
+        }
+        let mut offsets = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            match delivery.await {
+                Ok(Ok(d)) => offsets.push(d.offset as Offset),
+                Ok(Err((e, _))) => return Err(kafka_err(e)),
+                Err(_) => return Err(JournalError::Storage("delivery report lost".into())),
+            }
+        }
+        if let Some(last) = offsets.last() {
+            self.inner.ends[partition as usize].send_if_modified(|end| {
+                let grew = last + 1 > *end;
+                *end = (*end).max(last + 1);
+                grew
+            });
+        }
+        Ok(offsets)
+    }
+
+    async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.read_blocking(partition, from, max.max(1)))
+            .await
+            .map_err(|e| JournalError::Storage(e.to_string()))?
+    }
+
+    async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError> {
+        self.inner.check(partition)?;
+        self.inner.clone().high_watermark(partition).await
+    }
+
+    fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError> {
+        self.inner.check(partition)?;
+        Ok(self.inner.ends[partition as usize].subscribe())
+    }
+}
+
+impl KafkaJournal {
+    fn fail(&self, partition: u32, e: KafkaError) -> JournalError {
+        if is_fenced(&e) {
+            warn!(partition, error = %e, "fenced: another writer owns this partition now");
+            JournalError::Fenced(partition)
+        } else {
+            kafka_err(e)
+        }
+    }
+
+    async fn fail_async(&self, partition: u32, e: KafkaError) -> JournalError {
+        let err = self.fail(partition, e);
+        if matches!(err, JournalError::Fenced(_)) {
+            self.inner.forget_producer(partition).await;
+        }
+        err
+    }
+}

@@ -1,0 +1,93 @@
+//! The journal conformance suite, fencing and recovery on a real Kafka broker
+//! (started by `deploy/local/up.sh kafka`; address from `FRONTROW_KAFKA_BROKERS`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use frontrow_journal::conformance::{Harness, read_all};
+use frontrow_journal::{Journal, JournalError, KafkaJournal, KafkaSettings, Record, journal_conformance};
+
+fn brokers() -> String {
+    std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into())
+}
+
+/// Each harness gets topics of its own, so tests run in parallel and reruns start clean.
+struct Kafka {
+    run: String,
+}
+
+#[async_trait]
+impl Harness for Kafka {
+    async fn open(&self, name: &str, partitions: u32) -> Arc<dyn Journal> {
+        Arc::new(connect(&format!("frontrow.test.{}.{name}", self.run), partitions).await)
+    }
+}
+
+async fn connect(topic: &str, partitions: u32) -> KafkaJournal {
+    let settings = KafkaSettings {
+        topic: topic.into(),
+        ..KafkaSettings::new(brokers(), partitions)
+    };
+    KafkaJournal::connect(settings)
+        .await
+        .expect("Kafka is reachable: run deploy/local/up.sh kafka")
+}
+
+fn harness() -> Kafka {
+    Kafka {
+        run: uuid::Uuid::new_v4().simple().to_string(),
+    }
+}
+
+journal_conformance!(harness(), #[ignore = "needs kafka: run the README's test command"]);
+
+fn rec(value: &str) -> Record {
+    Record {
+        key: b"event".to_vec(),
+        value: value.as_bytes().to_vec(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn a_second_writer_fences_the_first() {
+    let topic = format!("frontrow.test.fence.{}", uuid::Uuid::new_v4().simple());
+    let first = connect(&topic, 2).await;
+    first.claim(1).await.unwrap();
+    first.append(1, vec![rec("by-first")]).await.unwrap();
+
+    let second = connect(&topic, 2).await;
+    second.claim(1).await.unwrap();
+    // The first writer's producer is fenced: its append fails and is not visible.
+    let fenced = first.append(1, vec![rec("lost")]).await;
+    assert!(matches!(fenced, Err(JournalError::Fenced(1))), "{fenced:?}");
+    second.append(1, vec![rec("by-second")]).await.unwrap();
+    // Other partitions are not affected.
+    first.append(0, vec![rec("p0")]).await.unwrap();
+
+    let values: Vec<String> = read_all(&second, 1)
+        .await
+        .into_iter()
+        .map(|r| String::from_utf8(r.value).unwrap())
+        .collect();
+    assert_eq!(values, vec!["by-first", "by-second"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn an_existing_topic_must_have_the_configured_partitions() {
+    let topic = format!("frontrow.test.count.{}", uuid::Uuid::new_v4().simple());
+    drop(connect(&topic, 3).await);
+    let settings = KafkaSettings {
+        topic,
+        ..KafkaSettings::new(brokers(), 4)
+    };
+    assert!(matches!(
+        KafkaJournal::connect(settings).await,
+        Err(JournalError::PartitionCountMismatch {
+            found: 3,
+            configured: 4,
+            ..
+        })
+    ));
+}

@@ -21,7 +21,7 @@ use frontrow_command::payments::Simulator;
 use frontrow_command::writer::{CommandError, Meta, Request, WriterConfig, Writers};
 use frontrow_http::Problem;
 use frontrow_http::auth::Auth;
-use frontrow_journal::{Journal, SqliteJournal};
+use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, SqliteJournal};
 use frontrow_query::{Catalog, QueryApi};
 use frontrow_schema::OrganizerId;
 use rand::RngCore;
@@ -105,6 +105,32 @@ impl Secrets {
     }
 }
 
+/// Opens the configured journal: `sqlite` (the embedded file in the data directory) or
+/// `kafka://HOST:PORT[,HOST:PORT...][/TOPIC]` (topic `frontrow.events` by default).
+pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
+    if settings.journal == "sqlite" {
+        let path = settings.data_dir.join("journal.db");
+        let journal = SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?;
+        return Ok(Arc::new(journal));
+    }
+    if let Some(rest) = settings.journal.strip_prefix("kafka://") {
+        let (brokers, topic) = rest.split_once('/').unwrap_or((rest, ""));
+        anyhow::ensure!(!brokers.is_empty(), "kafka:// needs at least one broker address");
+        let mut kafka = KafkaSettings::new(brokers, settings.partitions);
+        if !topic.is_empty() {
+            kafka.topic = topic.to_owned();
+        }
+        let journal = KafkaJournal::connect(kafka)
+            .await
+            .with_context(|| format!("connecting to Kafka at {brokers}"))?;
+        return Ok(Arc::new(journal));
+    }
+    anyhow::bail!(
+        "journal {:?} is not `sqlite` or `kafka://BROKERS[/TOPIC]`",
+        settings.journal
+    )
+}
+
 /// Everything one process runs.
 pub struct App {
     pub settings: Settings,
@@ -123,13 +149,7 @@ impl App {
     /// if asked to. The returned app is ready to serve.
     pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let secrets = Secrets::resolve(&settings)?;
-        let journal: Arc<dyn Journal> = match settings.journal.as_str() {
-            "sqlite" => Arc::new(
-                SqliteJournal::open(&settings.data_dir.join("journal.db"), settings.partitions)
-                    .context("opening the embedded journal")?,
-            ),
-            other => anyhow::bail!("journal {other:?} is not supported by this build (use `sqlite`)"),
-        };
+        let journal = open_journal(&settings).await?;
         let config = WriterConfig {
             mailbox: settings.mailbox,
             batch: settings.batch,

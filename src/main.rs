@@ -37,6 +37,9 @@ enum Cmd {
         /// Address to listen on (overrides FRONTROW_LISTEN and the file).
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// The journal: `sqlite` (embedded) or `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
+        #[arg(long)]
+        journal: Option<String>,
     },
     /// Print a customer bearer token signed with this installation's secret.
     Token {
@@ -85,10 +88,13 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match &cli.command {
-        Cmd::Serve { listen } => {
+        Cmd::Serve { listen, journal } => {
             let mut settings = settings(&cli)?;
             if let Some(listen) = listen {
                 settings.listen = *listen;
+            }
+            if let Some(journal) = journal {
+                settings.journal = journal.clone();
             }
             let listener = tokio::net::TcpListener::bind(settings.listen)
                 .await

@@ -23,7 +23,7 @@ pub struct Settings {
     pub data_dir: PathBuf,
     /// Journal partitions: one writer each. Fixed once the journal exists.
     pub partitions: u32,
-    /// The journal: `sqlite` (embedded, in the data directory).
+    /// The journal: `sqlite` (embedded, in the data directory) or `kafka://BROKERS[/TOPIC]`.
     pub journal: String,
     /// Requests waiting per writer before new ones get `503`.
     pub mailbox: usize,

@@ -12,7 +12,16 @@ use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_clients_racing_for_a_hundred_seats_never_share_one() {
-    let app = TestApp::spawn().await;
+    race(TestApp::spawn().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn the_race_on_the_kafka_journal() {
+    race(TestApp::spawn_with(|s| s.journal = kafka_journal()).await).await;
+}
+
+async fn race(app: TestApp) {
     let mut body = app.event_body(Duration::minutes(-1));
     body["max_seats_per_order"] = json!(4);
     body["seat_map"] = json!({

@@ -47,6 +47,12 @@ pub fn settings(dir: &std::path::Path) -> Settings {
     }
 }
 
+/// A `kafka://` journal setting on a topic of its own (broker from `FRONTROW_KAFKA_BROKERS`).
+pub fn kafka_journal() -> String {
+    let brokers = std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    format!("kafka://{brokers}/frontrow.test.app.{}", uuid::Uuid::new_v4().simple())
+}
+
 impl TestApp {
     pub async fn spawn() -> Self {
         Self::spawn_with(|_| {}).await

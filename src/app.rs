@@ -17,6 +17,8 @@ use axum::{Extension, Json, Router};
 use frontrow_command::api::{CommandApi, CommandState, Demo};
 use frontrow_command::clock::Clock;
 use frontrow_command::domain::Rejection;
+use frontrow_command::forward::Forwarder;
+use frontrow_command::ownership::{self, Membership, OwnershipSettings};
 use frontrow_command::payments::Simulator;
 use frontrow_command::writer::{CommandError, Meta, Request, WriterConfig, Writers};
 use frontrow_http::Problem;
@@ -29,7 +31,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tracing::{info, warn};
+use tracing::info;
 use utoipa::OpenApi;
 
 use crate::sample;
@@ -113,13 +115,12 @@ pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal
         let journal = SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?;
         return Ok(Arc::new(journal));
     }
-    if let Some(rest) = settings.journal.strip_prefix("kafka://") {
-        let (brokers, topic) = rest.split_once('/').unwrap_or((rest, ""));
+    if let Some((brokers, topic)) = kafka_address(&settings.journal) {
         anyhow::ensure!(!brokers.is_empty(), "kafka:// needs at least one broker address");
-        let mut kafka = KafkaSettings::new(brokers, settings.partitions);
-        if !topic.is_empty() {
-            kafka.topic = topic.to_owned();
-        }
+        let kafka = KafkaSettings {
+            topic,
+            ..KafkaSettings::new(brokers.clone(), settings.partitions)
+        };
         let journal = KafkaJournal::connect(kafka)
             .await
             .with_context(|| format!("connecting to Kafka at {brokers}"))?;
@@ -131,35 +132,87 @@ pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal
     )
 }
 
+/// Which sides a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Everything in one process, owning every partition (`frontrow serve`).
+    All,
+    /// Writers and the command API; partitions come from the Kafka consumer group and requests
+    /// for other partitions are forwarded to their owners (`frontrow command`).
+    Command,
+    /// The availability maps and the read API (`frontrow query`).
+    Query,
+}
+
 /// Everything one process runs.
 pub struct App {
     pub settings: Settings,
+    pub role: Role,
     pub journal: Arc<dyn Journal>,
-    pub writers: Writers,
-    pub catalog: Arc<Catalog>,
+    pub writers: Option<Writers>,
+    pub catalog: Option<Arc<Catalog>>,
     pub auth: Arc<Auth>,
     pub clock: Arc<dyn Clock>,
-    writer_tasks: Vec<JoinHandle<()>>,
+    membership: Option<Membership>,
     query_tasks: Vec<JoinHandle<()>>,
     webhook_secret: SecretString,
 }
 
 impl App {
-    /// Opens the journal, restores the writers and the query node, and creates the sample event
-    /// if asked to. The returned app is ready to serve.
+    /// Everything in one process (see [`App::build_role`]).
     pub async fn build(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let url = format!("http://{}", settings.listen);
+        Self::build_role(settings, clock, Role::All, url).await
+    }
+
+    /// Opens the journal and starts the sides `role` runs, restoring their state; creates the
+    /// sample event if asked to (single process only). `node_url` is where other nodes reach
+    /// this one. The returned app is ready to serve.
+    pub async fn build_role(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        role: Role,
+        node_url: String,
+    ) -> anyhow::Result<Self> {
         let secrets = Secrets::resolve(&settings)?;
         let journal = open_journal(&settings).await?;
         let config = WriterConfig {
             mailbox: settings.mailbox,
             batch: settings.batch,
         };
-        let (writers, writer_tasks) = Writers::start(journal.clone(), clock.clone(), config)
-            .await
-            .context("restoring the writers")?;
-        let (catalog, query_tasks) = Catalog::start(journal.clone())
-            .await
-            .context("starting the query node")?;
+        let (writers, membership) = match role {
+            Role::All => {
+                let writers = Writers::start(journal.clone(), clock.clone(), config)
+                    .await
+                    .context("restoring the writers")?;
+                (Some(writers), None)
+            }
+            Role::Command => {
+                let (brokers, topic) = kafka_address(&settings.journal)
+                    .context("a command node shares partitions through Kafka: use --journal kafka://...")?;
+                let writers = Writers::new(journal.clone(), clock.clone(), config);
+                let ownership = OwnershipSettings {
+                    brokers,
+                    topic,
+                    group: "frontrow-command".into(),
+                    node_url: node_url.trim_end_matches('/').to_owned(),
+                    session_timeout: std::time::Duration::from_secs(6),
+                };
+                let membership = ownership::join(ownership, writers.clone())
+                    .await
+                    .context("joining the command group")?;
+                (Some(writers), Some(membership))
+            }
+            Role::Query => (None, None),
+        };
+        let (catalog, query_tasks) = if role == Role::Command {
+            (None, Vec::new())
+        } else {
+            let (catalog, tasks) = Catalog::start(journal.clone())
+                .await
+                .context("starting the query node")?;
+            (Some(catalog), tasks)
+        };
         let organizers = secrets
             .organizers
             .iter()
@@ -169,22 +222,24 @@ impl App {
         let auth = Arc::new(Auth::new(secrets.token_secret, organizers));
         let app = Self {
             settings,
+            role,
             journal,
             writers,
             catalog,
             auth,
             clock,
-            writer_tasks,
+            membership,
             query_tasks,
             webhook_secret: secrets.webhook_secret,
         };
-        if app.settings.sample_event {
+        if app.settings.sample_event && role == Role::All {
             app.create_sample_event().await?;
         }
         Ok(app)
     }
 
     async fn create_sample_event(&self) -> anyhow::Result<()> {
+        let Some(writers) = &self.writers else { return Ok(()) };
         let info = sample::event(self.clock.now());
         let request = Request::Command {
             event_id: info.event_id,
@@ -194,7 +249,7 @@ impl App {
                 ..Meta::default()
             },
         };
-        match self.writers.send(request).await {
+        match writers.send(request).await {
             Ok(outcome) if outcome.recorded.is_empty() => {}
             Ok(_) => info!(event_id = %sample::SAMPLE_EVENT_ID, "sample event created"),
             // It was created on an earlier start (with that start's dates).
@@ -204,33 +259,43 @@ impl App {
         Ok(())
     }
 
-    /// The whole HTTP API.
+    /// The HTTP API of the sides this process runs.
     pub fn router(&self, listen: std::net::SocketAddr) -> Router {
-        let demo = self.settings.demo.then(|| {
+        let mut router = Router::new();
+        if let Some(writers) = &self.writers {
             let base = self
                 .settings
                 .public_url
                 .clone()
                 .unwrap_or_else(|| format!("http://{listen}"));
-            Arc::new(Demo {
-                auth: self.auth.clone(),
-                simulator: Simulator::new(
-                    format!("{}/webhooks/payments", base.trim_end_matches('/')),
-                    self.webhook_secret.clone(),
-                ),
-                token_ttl: chrono::Duration::hours(12),
-            })
-        });
-        let command = CommandState {
-            writers: self.writers.clone(),
-            clock: self.clock.clone(),
-            webhook_secret: self.webhook_secret.clone(),
-            webhook_tolerance_secs: self.settings.webhook_tolerance_secs,
-            demo,
-        };
-        Router::new()
-            .merge(frontrow_command::api::router(command))
-            .merge(frontrow_query::router(self.catalog.clone()))
+            let demo = self.settings.demo.then(|| {
+                Arc::new(Demo {
+                    auth: self.auth.clone(),
+                    simulator: Simulator::new(
+                        format!("{}/webhooks/payments", base.trim_end_matches('/')),
+                        self.webhook_secret.clone(),
+                    ),
+                    token_ttl: chrono::Duration::hours(12),
+                })
+            });
+            let forwarder = self
+                .membership
+                .as_ref()
+                .map(|m| Arc::new(Forwarder::new(m.owners.clone(), self.settings.max_body_bytes)));
+            let command = CommandState {
+                writers: writers.clone(),
+                clock: self.clock.clone(),
+                webhook_secret: self.webhook_secret.clone(),
+                webhook_tolerance_secs: self.settings.webhook_tolerance_secs,
+                demo,
+                forwarder,
+            };
+            router = router.merge(frontrow_command::api::router(command));
+        }
+        if let Some(catalog) = &self.catalog {
+            router = router.merge(frontrow_query::router(catalog.clone()));
+        }
+        router
             .merge(
                 Router::new()
                     .route("/health", get(health))
@@ -242,7 +307,11 @@ impl App {
             .method_not_allowed_fallback(frontrow_http::method_not_allowed)
             .layer(Extension(self.auth.clone()))
             .layer(DefaultBodyLimit::max(self.settings.max_body_bytes))
-            .layer(tower_http::trace::TraceLayer::new_for_http())
+            // 5xx answers are logged where they arise (Problem); the trace layer stays quiet.
+            .layer(
+                tower_http::trace::TraceLayer::new_for_http()
+                    .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+            )
     }
 
     /// The webhook secret in force (for tests and the CLI).
@@ -250,8 +319,8 @@ impl App {
         &self.webhook_secret
     }
 
-    /// Serves until `shutdown` resolves, then drains: in-flight requests finish, each writer
-    /// finishes its batch (appended and answered), then the query node stops.
+    /// Serves until `shutdown` resolves, then drains: in-flight requests finish, the node leaves
+    /// its group, each writer finishes its batch (appended and answered), the query node stops.
     pub async fn run(
         self,
         listener: TcpListener,
@@ -261,23 +330,31 @@ impl App {
         let router = self.router(addr);
         let Self {
             writers,
-            writer_tasks,
+            membership,
             query_tasks,
             ..
         } = self;
         info!(%addr, "listening");
         let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
-        drop(writers);
-        for task in writer_tasks {
-            if let Err(e) = task.await {
-                warn!(error = %e, "writer task ended abnormally");
-            }
+        if let Some(membership) = membership {
+            membership.leave().await;
+        }
+        if let Some(writers) = writers {
+            writers.shutdown().await;
         }
         for task in query_tasks {
             task.abort();
         }
         served.context("serving HTTP")
     }
+}
+
+/// The brokers and topic of a `kafka://BROKERS[/TOPIC]` journal setting.
+fn kafka_address(journal: &str) -> Option<(String, String)> {
+    let rest = journal.strip_prefix("kafka://")?;
+    let (brokers, topic) = rest.split_once('/').unwrap_or((rest, ""));
+    let topic = if topic.is_empty() { "frontrow.events" } else { topic };
+    Some((brokers.to_owned(), topic.to_owned()))
 }
 
 /// The full OpenAPI document: command and query sides, generated from the handlers.
@@ -308,8 +385,8 @@ async fn health() -> Json<Health> {
 
 /// Ready: the writers are restored and the query node has caught up with the journal.
 #[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, body = Health), (status = 503, body = Problem)))]
-async fn ready(State(catalog): State<Arc<Catalog>>) -> Result<Json<Health>, Problem> {
-    if catalog.is_caught_up() {
+async fn ready(State(catalog): State<Option<Arc<Catalog>>>) -> Result<Json<Health>, Problem> {
+    if catalog.is_none_or(|c| c.is_caught_up()) {
         Ok(Json(Health { status: "ready" }))
     } else {
         Err(Problem::new(

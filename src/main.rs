@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use frontrow::app::{App, Secrets, demo_organizer_key, openapi_document};
+use frontrow::app::{App, Role, Secrets, demo_organizer_key, openapi_document};
 use frontrow::sample::SAMPLE_EVENT_ID;
 use frontrow::settings::Settings;
 use frontrow_command::clock::SystemClock;
@@ -38,6 +38,23 @@ enum Cmd {
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
         /// The journal: `sqlite` (embedded) or `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
+        #[arg(long)]
+        journal: Option<String>,
+    },
+    /// Run a command node: writers and the command API for the partitions the Kafka consumer
+    /// group assigns; requests for other partitions are forwarded to their owners.
+    Command {
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
+        #[arg(long)]
+        journal: Option<String>,
+    },
+    /// Run a query node: availability maps and the read API, following the journal.
+    Query {
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// `sqlite` or `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
         #[arg(long)]
         journal: Option<String>,
     },
@@ -80,6 +97,45 @@ async fn shutdown_signal() {
     tracing::info!("shutdown requested");
 }
 
+/// Builds and runs one process in `role` until SIGINT/SIGTERM.
+async fn run(
+    cli: &Cli,
+    role: Role,
+    listen: Option<std::net::SocketAddr>,
+    journal: Option<String>,
+) -> anyhow::Result<()> {
+    let mut settings = settings(cli)?;
+    if let Some(listen) = listen {
+        settings.listen = listen;
+    }
+    if let Some(journal) = journal {
+        settings.journal = journal;
+    }
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .with_context(|| format!("binding {}", settings.listen))?;
+    let addr = listener.local_addr()?;
+    let organizer_key = demo_organizer_key(&settings)?;
+    let node_url = settings.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
+    let app = App::build_role(settings, Arc::new(SystemClock::new()), role, node_url).await?;
+    println!("FrontRow listening on http://{addr}");
+    if app.settings.sample_event && role == Role::All {
+        println!("  sample event:  http://{addr}/events/{SAMPLE_EVENT_ID}/availability");
+    }
+    if let Some(key) = organizer_key.filter(|_| role != Role::Query) {
+        println!("  demo organizer API key (X-Api-Key): {key}");
+    }
+    if app.settings.demo && role != Role::Query {
+        println!(
+            "  customer token: curl -s -X POST http://{addr}/demo/tokens -H 'content-type: application/json' -d '{{\"customer\":\"alice\"}}'"
+        );
+    }
+    println!("  API description: http://{addr}/openapi.json");
+    app.run(listener, shutdown_signal()).await?;
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -88,36 +144,9 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match &cli.command {
-        Cmd::Serve { listen, journal } => {
-            let mut settings = settings(&cli)?;
-            if let Some(listen) = listen {
-                settings.listen = *listen;
-            }
-            if let Some(journal) = journal {
-                settings.journal = journal.clone();
-            }
-            let listener = tokio::net::TcpListener::bind(settings.listen)
-                .await
-                .with_context(|| format!("binding {}", settings.listen))?;
-            let addr = listener.local_addr()?;
-            let organizer_key = demo_organizer_key(&settings)?;
-            let app = App::build(settings, Arc::new(SystemClock::new())).await?;
-            println!("FrontRow listening on http://{addr}");
-            if app.settings.sample_event {
-                println!("  sample event:  http://{addr}/events/{SAMPLE_EVENT_ID}/availability");
-            }
-            if let Some(key) = organizer_key {
-                println!("  demo organizer API key (X-Api-Key): {key}");
-            }
-            if app.settings.demo {
-                println!(
-                    "  customer token: curl -s -X POST http://{addr}/demo/tokens -H 'content-type: application/json' -d '{{\"customer\":\"alice\"}}'"
-                );
-            }
-            println!("  API description: http://{addr}/openapi.json");
-            app.run(listener, shutdown_signal()).await?;
-            tracing::info!("stopped cleanly");
-        }
+        Cmd::Serve { listen, journal } => run(&cli, Role::All, *listen, journal.clone()).await?,
+        Cmd::Command { listen, journal } => run(&cli, Role::Command, *listen, journal.clone()).await?,
+        Cmd::Query { listen, journal } => run(&cli, Role::Query, *listen, journal.clone()).await?,
         Cmd::Token { customer, ttl_minutes } => {
             let settings = settings(&cli)?;
             let secrets = Secrets::resolve(&settings)?;

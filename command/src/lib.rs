@@ -7,6 +7,8 @@
 pub mod api;
 pub mod clock;
 pub mod domain;
+pub mod forward;
+pub mod ownership;
 pub mod payments;
 pub mod views;
 pub mod writer;

@@ -81,8 +81,9 @@ pub enum CommandError {
     Overloaded,
     #[error("the journal is unavailable: {0}")]
     Unavailable(String),
-    #[error("the writer has stopped")]
-    Stopped,
+    /// This process does not serve the event's partition (another node does, or nobody yet).
+    #[error("this node does not own partition {0}")]
+    NotOwner(u32),
 }
 
 #[derive(Debug, Clone)]
@@ -107,67 +108,159 @@ struct Msg {
     reply: Option<oneshot::Sender<Result<Outcome, CommandError>>>,
 }
 
-/// The handles of all partition writers: routes each request to its event's writer.
+/// The partition writers of this process: routes each request to its event's writer.
+///
+/// A process writes only the partitions it has acquired ([`Writers::acquire`]): all of them for
+/// a single node, the ones the consumer group assigned for a command node. A request for any
+/// other partition is answered [`CommandError::NotOwner`] so the caller can forward it.
 #[derive(Clone)]
 pub struct Writers {
-    mailboxes: Arc<Vec<mpsc::Sender<Msg>>>,
+    inner: Arc<WritersInner>,
+}
+
+struct WritersInner {
+    journal: Arc<dyn Journal>,
+    clock: Arc<dyn Clock>,
+    config: WriterConfig,
+    mailboxes: Vec<std::sync::RwLock<Option<mpsc::Sender<Msg>>>>,
+    tasks: std::sync::Mutex<HashMap<u32, tokio::task::JoinHandle<()>>>,
 }
 
 impl Writers {
-    /// Restores every partition's state from the journal and starts its writer. Returns once all
-    /// writers are ready to serve, with the tasks to await for shutdown (they end when every
-    /// `Writers` clone is dropped, after finishing the batch in hand).
+    /// Writers for `journal` that own no partition yet.
+    pub fn new(journal: Arc<dyn Journal>, clock: Arc<dyn Clock>, config: WriterConfig) -> Self {
+        let mailboxes = (0..journal.partitions())
+            .map(|_| std::sync::RwLock::new(None))
+            .collect();
+        Self {
+            inner: Arc::new(WritersInner {
+                journal,
+                clock,
+                config,
+                mailboxes,
+                tasks: Default::default(),
+            }),
+        }
+    }
+
+    /// Acquires every partition: restores each one's state and starts its writer. Returns once
+    /// all are ready to serve.
     pub async fn start(
         journal: Arc<dyn Journal>,
         clock: Arc<dyn Clock>,
         config: WriterConfig,
-    ) -> Result<(Self, Vec<tokio::task::JoinHandle<()>>), JournalError> {
-        let mut mailboxes = Vec::new();
-        let mut tasks = Vec::new();
-        for partition in 0..journal.partitions() {
-            let (tx, rx) = mpsc::channel(config.mailbox.max(1));
-            let mut writer = Writer {
-                partition,
-                journal: journal.clone(),
-                clock: clock.clone(),
-                events: HashMap::new(),
-                deadlines: BinaryHeap::new(),
-                last: None,
-                rx,
-                batch: config.batch.max(1),
-                needs_restore: false,
-            };
-            writer.restore().await?;
-            mailboxes.push(tx);
-            tasks.push(tokio::spawn(writer.run()));
+    ) -> Result<Self, JournalError> {
+        let writers = Self::new(journal, clock, config);
+        for partition in 0..writers.partitions() {
+            writers.acquire(partition).await?;
         }
-        Ok((
-            Self {
-                mailboxes: Arc::new(mailboxes),
-            },
-            tasks,
-        ))
+        Ok(writers)
+    }
+
+    /// Takes ownership of `partition`: fences any earlier writer, restores the partition's
+    /// state from the journal, then starts serving it.
+    pub async fn acquire(&self, partition: u32) -> Result<(), JournalError> {
+        if self.owns(partition) {
+            return Ok(());
+        }
+        let inner = &self.inner;
+        let (tx, rx) = mpsc::channel(inner.config.mailbox.max(1));
+        let mut writer = Writer {
+            partition,
+            journal: inner.journal.clone(),
+            clock: inner.clock.clone(),
+            events: HashMap::new(),
+            deadlines: BinaryHeap::new(),
+            last: None,
+            rx,
+            batch: inner.config.batch.max(1),
+            needs_restore: false,
+            fenced: false,
+        };
+        writer.restore().await?;
+        let task = tokio::spawn(writer.run());
+        *inner.mailboxes[partition as usize]
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        if let Some(old) = inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(partition, task)
+        {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    /// Stops serving `partition`: new requests are refused, the writer finishes the batch in
+    /// hand (appended and answered) and exits.
+    pub async fn release(&self, partition: u32) {
+        self.inner.mailboxes[partition as usize]
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let task = self
+            .inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&partition);
+        if let Some(task) = task
+            && let Err(e) = task.await
+        {
+            warn!(partition, error = %e, "writer task ended abnormally");
+        }
+    }
+
+    /// Releases every partition (graceful shutdown).
+    pub async fn shutdown(&self) {
+        for partition in 0..self.partitions() {
+            self.release(partition).await;
+        }
+    }
+
+    /// Whether this process is serving `partition` right now.
+    pub fn owns(&self, partition: u32) -> bool {
+        self.inner.mailboxes[partition as usize]
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|tx| !tx.is_closed())
     }
 
     pub fn partitions(&self) -> u32 {
-        self.mailboxes.len() as u32
+        self.inner.mailboxes.len() as u32
+    }
+
+    /// The partition that owns an event.
+    pub fn partition_of(&self, event_id: &EventId) -> u32 {
+        partition_of(event_id, self.partitions())
     }
 
     /// Sends a request to its event's writer and waits for the answer. Refuses at once with
-    /// [`CommandError::Overloaded`] when that writer's mailbox is full.
+    /// [`CommandError::Overloaded`] when that writer's mailbox is full, and with
+    /// [`CommandError::NotOwner`] when this process does not serve the event's partition.
     pub async fn send(&self, request: Request) -> Result<Outcome, CommandError> {
-        let partition = partition_of(&request.event_id(), self.partitions());
+        let partition = self.partition_of(&request.event_id());
         let (reply, answer) = oneshot::channel();
-        self.mailboxes[partition as usize]
+        let mailbox = self.inner.mailboxes[partition as usize]
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(mailbox) = mailbox else {
+            return Err(CommandError::NotOwner(partition));
+        };
+        mailbox
             .try_send(Msg {
                 request,
                 reply: Some(reply),
             })
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => CommandError::Overloaded,
-                mpsc::error::TrySendError::Closed(_) => CommandError::Stopped,
+                mpsc::error::TrySendError::Closed(_) => CommandError::NotOwner(partition),
             })?;
-        answer.await.map_err(|_| CommandError::Stopped)?
+        answer.await.map_err(|_| CommandError::NotOwner(partition))?
     }
 }
 
@@ -183,6 +276,8 @@ struct Writer {
     rx: mpsc::Receiver<Msg>,
     batch: usize,
     needs_restore: bool,
+    /// Another node claimed the partition: this writer must not write again.
+    fenced: bool,
 }
 
 /// A decided request waiting for its batch to be durable.
@@ -249,7 +344,7 @@ impl Writer {
 
     async fn run(mut self) {
         let mut jumps = self.clock.jumps();
-        loop {
+        while !self.fenced {
             let next_deadline = self.deadlines.peek().map(|Reverse((at, ..))| *at);
             let wait = next_deadline
                 .map(|at| (at - self.clock.now()).to_std().unwrap_or(Duration::ZERO))
@@ -305,16 +400,35 @@ impl Writer {
         }
     }
 
+    /// Answers requests whose batch could not be recorded. A fenced writer has lost the
+    /// partition to another node: it answers `NotOwner` (so the request can be forwarded to
+    /// the new owner; nothing was written) and stops.
+    fn refuse(
+        &mut self,
+        replies: impl Iterator<Item = oneshot::Sender<Result<Outcome, CommandError>>>,
+        e: &JournalError,
+    ) {
+        let fenced = matches!(e, JournalError::Fenced(_));
+        if fenced {
+            warn!(partition = self.partition, "writer fenced by a newer owner; stopping");
+            self.fenced = true;
+        }
+        for reply in replies {
+            let answer = if fenced {
+                CommandError::NotOwner(self.partition)
+            } else {
+                CommandError::Unavailable(e.to_string())
+            };
+            let _ = reply.send(Err(answer));
+        }
+    }
+
     async fn process(&mut self, batch: Vec<Msg>) {
         if self.needs_restore
             && let Err(e) = self.restore().await
         {
             warn!(partition = self.partition, error = %e, "writer cannot restore; refusing batch");
-            for msg in batch {
-                if let Some(reply) = msg.reply {
-                    let _ = reply.send(Err(CommandError::Unavailable(e.to_string())));
-                }
-            }
+            self.refuse(batch.into_iter().filter_map(|m| m.reply), &e);
             return;
         }
         let now = self.clock.now();
@@ -355,11 +469,7 @@ impl Writer {
                 Err(e) => {
                     error!(partition = self.partition, error = %e, "append failed; batch refused, state will be restored");
                     self.needs_restore = true;
-                    for p in pending {
-                        if let Some(reply) = p.reply {
-                            let _ = reply.send(Err(CommandError::Unavailable(e.to_string())));
-                        }
-                    }
+                    self.refuse(pending.into_iter().filter_map(|p| p.reply), &e);
                     return;
                 }
             }

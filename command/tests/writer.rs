@@ -124,7 +124,7 @@ async fn a_full_mailbox_is_refused_at_once() {
     let journal = gate(&dir);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let config = WriterConfig { mailbox: 2, batch: 1 };
-    let (writers, tasks) = Writers::start(journal.clone(), clock.clone(), config).await.unwrap();
+    let writers = Writers::start(journal.clone(), clock.clone(), config).await.unwrap();
     let info = event(clock.as_ref());
     let id = info.event_id;
     schedule(&writers, info).await;
@@ -158,10 +158,7 @@ async fn a_full_mailbox_is_refused_at_once() {
     // The refused command wrote nothing: its seat is still free.
     journal.closed.store(false, Ordering::SeqCst);
     assert!(writers.send(reserve(id, "d", &["A-1-9"], "k10")).await.is_ok());
-    drop(writers);
-    for t in tasks {
-        t.await.unwrap();
-    }
+    writers.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,7 +166,7 @@ async fn a_failed_append_acknowledges_nothing_and_state_follows_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let journal = gate(&dir);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let (writers, _tasks) = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
+    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
         .await
         .unwrap();
     let info = event(clock.as_ref());
@@ -192,7 +189,7 @@ async fn holds_expire_on_the_writers_timer() {
     let dir = tempfile::tempdir().unwrap();
     let journal = gate(&dir);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let (writers, _tasks) = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
+    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
         .await
         .unwrap();
     let info = event(clock.as_ref());
@@ -226,19 +223,16 @@ async fn a_restarted_writer_rebuilds_its_state_from_the_journal() {
     let id = info.event_id;
     let held = {
         let journal = gate(&dir);
-        let (writers, tasks) = Writers::start(journal, clock.clone(), WriterConfig::default())
+        let writers = Writers::start(journal, clock.clone(), WriterConfig::default())
             .await
             .unwrap();
         schedule(&writers, info).await;
         let held = writers.send(reserve(id, "a", &["A-1-5"], "k1")).await.unwrap();
-        drop(writers);
-        for t in tasks {
-            t.await.unwrap();
-        }
+        writers.shutdown().await;
         held
     };
     let journal = gate(&dir);
-    let (writers, _tasks) = Writers::start(journal, clock, WriterConfig::default()).await.unwrap();
+    let writers = Writers::start(journal, clock, WriterConfig::default()).await.unwrap();
     let again = writers.send(get(id, "a", &held)).await.unwrap();
     assert_eq!(again.reservation, held.reservation);
     // The idempotency key survived too: the retry answers the same reservation.

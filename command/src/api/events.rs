@@ -87,7 +87,11 @@ pub(super) async fn create_event(
             &EVENT_ID_NAMESPACE,
             format!("{organizer}\n{key}").as_bytes(),
         )),
-        None => EventId::new(),
+        // A fresh id on a partition this node serves, if it serves any: no forwarding needed.
+        None => (0..64)
+            .map(|_| EventId::new())
+            .find(|id| state.writers.owns(state.writers.partition_of(id)))
+            .unwrap_or_default(),
     };
     let info = EventScheduled {
         event_id,

@@ -39,6 +39,8 @@ pub struct CommandState {
     pub webhook_tolerance_secs: i64,
     /// Demo endpoints (token minting, simulated payments); `None` when demo mode is off.
     pub demo: Option<Arc<Demo>>,
+    /// Forwards requests for partitions other nodes own (command nodes in a group).
+    pub forwarder: Option<Arc<crate::forward::Forwarder>>,
 }
 
 /// The demo's helpers.
@@ -58,7 +60,15 @@ pub fn router(state: CommandState) -> Router {
     if state.demo.is_some() {
         router = router.merge(demo::routes());
     }
-    router.with_state(state)
+    let forwarder = state.forwarder.clone();
+    let router = router.with_state(state);
+    match forwarder {
+        Some(f) => router.layer(axum::middleware::from_fn_with_state(
+            f,
+            crate::forward::forward_to_owner,
+        )),
+        None => router,
+    }
 }
 
 #[derive(OpenApi)]
@@ -185,11 +195,12 @@ pub fn problem(e: CommandError) -> Problem {
             )
             .retry_after(2)
         }
-        CommandError::Stopped => Problem::new(
+        CommandError::NotOwner(partition) => Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "shutting-down",
-            "this node is shutting down",
+            "not-owner",
+            "no node is serving this event right now; retry shortly",
         )
+        .with("partition", partition)
         .retry_after(1),
     }
 }

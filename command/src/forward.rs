@@ -1,0 +1,123 @@
+//! Any command node takes any request: one for a partition it does not own is forwarded.
+//!
+//! The middleware buffers the request, lets the handler try it, and when the writer answered
+//! `not-owner` (nothing was written) replays the same request to the partition's owner from the
+//! ownership directory, returning the owner's answer. A request is forwarded at most once
+//! (`FrontRow-Forwarded` header); with no known owner the client gets `503` + `Retry-After`.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use frontrow_http::Problem;
+use tracing::{debug, warn};
+
+use crate::ownership::Owners;
+
+const FORWARDED: &str = "frontrow-forwarded";
+
+pub struct Forwarder {
+    pub owners: Arc<Owners>,
+    pub client: reqwest::Client,
+    pub max_body: usize,
+}
+
+impl Forwarder {
+    pub fn new(owners: Arc<Owners>, max_body: usize) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .expect("an HTTP client without TLS builds");
+        Self {
+            owners,
+            client,
+            max_body,
+        }
+    }
+}
+
+/// The partition a `not-owner` answer names, if the response is one.
+async fn not_owner(res: Response) -> Result<u32, Response> {
+    if res.status() != StatusCode::SERVICE_UNAVAILABLE {
+        return Err(res);
+    }
+    let (parts, body) = res.into_parts();
+    let bytes = to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    let partition = serde_json::from_slice::<serde_json::Value>(&bytes).ok().and_then(|v| {
+        (v["type"] == "urn:frontrow:problem:not-owner")
+            .then(|| v["partition"].as_u64())
+            .flatten()
+    });
+    match partition {
+        Some(p) => Ok(p as u32),
+        None => Err(Response::from_parts(parts, Body::from(bytes))),
+    }
+}
+
+pub async fn forward_to_owner(State(fwd): State<Arc<Forwarder>>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = to_bytes(body, fwd.max_body).await else {
+        return Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body-too-large",
+            "the request body is too large",
+        )
+        .into_response();
+    };
+    let already_forwarded = parts.headers.contains_key(FORWARDED);
+    let res = next
+        .run(Request::from_parts(parts.clone(), Body::from(bytes.clone())))
+        .await;
+    let partition = match not_owner(res).await {
+        Ok(p) => p,
+        Err(res) => return res,
+    };
+    let unavailable = || {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not-owner",
+            "no node is serving this event right now",
+        )
+        .with("partition", partition)
+        .retry_after(1)
+        .into_response()
+    };
+    let owner = match fwd.owners.owner_of(partition) {
+        Some(owner) if owner != fwd.owners.node_url && !already_forwarded => owner,
+        _ => return unavailable(),
+    };
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    debug!(partition, %owner, path, "forwarding to the partition's owner");
+    let mut request = fwd.client.request(parts.method.clone(), format!("{owner}{path}"));
+    for (name, value) in &parts.headers {
+        if !is_hop_by_hop(name) {
+            request = request.header(name, value);
+        }
+    }
+    match request.header(FORWARDED, "1").body(bytes).send().await {
+        Ok(answer) => {
+            let mut res = Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                if !is_hop_by_hop(name) {
+                    res = res.header(name, value);
+                }
+            }
+            let body = answer.bytes().await.unwrap_or_else(|_| Bytes::new());
+            res.body(Body::from(body)).unwrap_or_else(|_| unavailable())
+        }
+        Err(e) => {
+            warn!(partition, %owner, error = %e, "forward to owner failed");
+            unavailable()
+        }
+    }
+}
+
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "host" | "content-length" | "connection" | "transfer-encoding" | "keep-alive" | "upgrade" | "te" | "trailer"
+    )
+}

@@ -1,0 +1,225 @@
+//! Which command node writes which partition, decided by a Kafka consumer group.
+//!
+//! Every command node joins the group `frontrow-command` over the events topic. The group
+//! coordinator gives each partition to exactly one member; on assignment the node acquires the
+//! partition (fencing the previous owner through the journal's transactional producer, then
+//! restoring its state) and announces itself in the compacted topic `<events>.owners`
+//! (key: partition, value: the node's URL). On revocation it stops the partition's writer,
+//! which finishes the batch in hand. The node never consumes events through the group: its
+//! assigned partitions stay paused, the membership is only the lease.
+//!
+//! Every node tails `<events>.owners`, so any node can forward a request to the partition's
+//! owner ([`crate::forward`]). A stale entry (a dead owner) only costs a failed forward and a
+//! `503`; fencing keeps the log correct whatever the directory says.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use tokio::runtime::Handle;
+use tracing::{info, warn};
+
+use crate::writer::Writers;
+
+/// How a command node joins the group.
+#[derive(Debug, Clone)]
+pub struct OwnershipSettings {
+    pub brokers: String,
+    /// The events topic; the directory is `<topic>.owners`.
+    pub topic: String,
+    pub group: String,
+    /// This node's base URL, where other nodes forward requests for its partitions.
+    pub node_url: String,
+    /// How long a silent node keeps its partitions before the group moves them.
+    pub session_timeout: Duration,
+}
+
+/// The partition -> owner URL directory, as last read from `<topic>.owners`.
+#[derive(Debug, Default)]
+pub struct Owners {
+    map: RwLock<HashMap<u32, String>>,
+    pub node_url: String,
+}
+
+impl Owners {
+    pub fn owner_of(&self, partition: u32) -> Option<String> {
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&partition)
+            .cloned()
+    }
+}
+
+/// A running group membership; dropping it leaves the group.
+pub struct Membership {
+    pub owners: Arc<Owners>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Membership {
+    /// Leaves the group (its partitions are released first) and stops tailing the directory.
+    pub async fn leave(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let threads = std::mem::take(&mut self.threads);
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
+    }
+}
+
+struct GroupContext {
+    writers: Writers,
+    runtime: Handle,
+    announce: Arc<ThreadedProducer<DefaultProducerContext>>,
+    directory: String,
+    node_url: String,
+}
+
+impl ClientContext for GroupContext {}
+
+impl ConsumerContext for GroupContext {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(tpl) = rebalance {
+            for e in tpl.elements() {
+                let partition = e.partition() as u32;
+                info!(partition, "partition revoked; draining its writer");
+                self.runtime.block_on(self.writers.release(partition));
+            }
+        }
+    }
+
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Assign(tpl) = rebalance else { return };
+        // The membership is the lease; this consumer never reads the events themselves.
+        if let Err(e) = consumer.pause(tpl) {
+            warn!(error = %e, "could not pause assigned partitions");
+        }
+        for e in tpl.elements() {
+            let partition = e.partition() as u32;
+            let writers = self.writers.clone();
+            let announce = self.announce.clone();
+            let (directory, url) = (self.directory.clone(), self.node_url.clone());
+            self.runtime.spawn(async move {
+                match writers.acquire(partition).await {
+                    Ok(()) => {
+                        let key = partition.to_string();
+                        let record = BaseRecord::to(&directory).key(&key).payload(&url);
+                        if let Err((e, _)) = announce.send(record) {
+                            warn!(partition, error = %e, "could not announce ownership");
+                        }
+                        info!(partition, "partition acquired");
+                    }
+                    Err(e) => warn!(partition, error = %e, "could not acquire assigned partition"),
+                }
+            });
+        }
+    }
+}
+
+fn admin(brokers: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
+    Ok(ClientConfig::new().set("bootstrap.servers", brokers).create()?)
+}
+
+/// Joins the command group and starts tailing the owner directory.
+pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Result<Membership> {
+    let directory = format!("{}.owners", settings.topic);
+    let topic = NewTopic::new(&directory, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    for result in admin(&settings.brokers)?.create_topics([&topic], &options).await? {
+        if let Err((name, code)) = result
+            && code != rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists
+        {
+            anyhow::bail!("creating {name}: {code}");
+        }
+    }
+    let owners = Arc::new(Owners {
+        map: RwLock::default(),
+        node_url: settings.node_url.clone(),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let tail: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &settings.brokers)
+        .set("group.id", "frontrow-owner-directory")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "50")
+        .create()?;
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(&directory, 0, Offset::Beginning)?;
+    tail.assign(&tpl)?;
+    let tail_thread = {
+        let (owners, stop) = (owners.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match tail.poll(Duration::from_millis(100)) {
+                    Some(Ok(m)) => {
+                        let partition = m.key().and_then(|k| std::str::from_utf8(k).ok()?.parse::<u32>().ok());
+                        let url = m.payload().and_then(|p| std::str::from_utf8(p).ok());
+                        if let (Some(partition), Some(url)) = (partition, url) {
+                            owners
+                                .map
+                                .write()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .insert(partition, url.to_owned());
+                        }
+                    }
+                    Some(Err(e)) => warn!(error = %e, "owner directory read failed"),
+                    None => {}
+                }
+            }
+        })
+    };
+
+    let announce: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", &settings.brokers)
+        .set("acks", "all")
+        .set("linger.ms", "0")
+        .create()?;
+    let context = GroupContext {
+        writers,
+        runtime: Handle::current(),
+        announce: Arc::new(announce),
+        directory,
+        node_url: settings.node_url.clone(),
+    };
+    let member: BaseConsumer<GroupContext> = ClientConfig::new()
+        .set("bootstrap.servers", &settings.brokers)
+        .set("group.id", &settings.group)
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", settings.session_timeout.as_millis().to_string())
+        .set("heartbeat.interval.ms", "500")
+        .set("partition.assignment.strategy", "roundrobin")
+        .create_with_context(context)?;
+    member.subscribe(&[&settings.topic])?;
+    let member_thread = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                if let Some(Err(e)) = member.poll(Duration::from_millis(100)) {
+                    warn!(error = %e, "command group poll failed");
+                }
+            }
+            // Leaving revokes (and drains) every partition this node still owns.
+            member.unsubscribe();
+            let _ = member.context().announce.flush(Duration::from_secs(5));
+        })
+    };
+    Ok(Membership {
+        owners,
+        stop,
+        threads: vec![tail_thread, member_thread],
+    })
+}

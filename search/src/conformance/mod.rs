@@ -1,0 +1,328 @@
+//! The one test suite every [`SearchIndex`] implementation passes.
+//!
+//! An implementation's tests provide a [`Harness`] that opens an index by name (each case uses
+//! its own name, so cases run in parallel; the same name opens the same index again, as after
+//! a restart) and invoke [`search_conformance!`](crate::search_conformance), which generates
+//! one `#[tokio::test]` per case. Relevance is checked on the [`fixture`](crate::fixture)
+//! catalogue; availability is driven through the projector by real journal records in a
+//! [`SqliteJournal`](frontrow_journal::SqliteJournal).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+
+use crate::fixture;
+use crate::index::*;
+
+mod projection;
+
+pub use projection::{rebuild_projects_the_journal_into_a_new_version, sell_outs_reach_the_available_filter};
+
+/// Opens indexes for the suite.
+#[async_trait]
+pub trait Harness: Send + Sync {
+    /// Opens the index called `name`, creating it if needed; the same name opens the same index.
+    async fn open(&self, name: &str) -> Arc<dyn SearchIndex>;
+}
+
+/// How many fixture events the relevance cases index.
+pub const FIXTURE_EVENTS: usize = 2_400;
+
+/// A fresh index holding the fixture catalogue.
+async fn fixture_index(h: &dyn Harness, name: &str) -> Arc<dyn SearchIndex> {
+    let index = h.open(name).await;
+    index.destroy().await.unwrap();
+    index.ensure().await.unwrap();
+    for chunk in fixture::events(FIXTURE_EVENTS).chunks(1_000) {
+        let batch = Batch {
+            upserts: chunk.to_vec(),
+            ..Batch::default()
+        };
+        index.apply(None, batch).await.unwrap();
+    }
+    index
+}
+
+pub(crate) async fn search(index: &dyn SearchIndex, q: SearchQuery) -> SearchResults {
+    index
+        .search(&q)
+        .await
+        .unwrap_or_else(|e| panic!("search {q:?} failed: {e}"))
+}
+
+/// Misspellings (one and two edits, swapped letters), prefixes, accents and non-Latin scripts
+/// find the intended artist in the top three.
+pub async fn typos_prefixes_and_scripts_find_the_artist(h: &dyn Harness) {
+    let index = fixture_index(h, "typos").await;
+    let cases = [
+        ("taylr swfit", "Taylor Swift"),
+        ("taylor sw", "Taylor Swift"),
+        ("coldpaly mumbai", "Coldplay"),
+        ("bts seo", "BTS"),
+        ("beyonse", "Beyoncé"),
+        ("edd sheeran", "Ed Sheeran"),
+        ("billie eilsh", "Billie Eilish"),
+        ("arjit singh", "Arijit Singh"),
+        ("metalika", "Metallica"),
+        ("rammstien", "Rammstein"),
+        ("kendrik lamar", "Kendrick Lamar"),
+        ("blakcpink", "BLACKPINK"),
+        ("arctik monkies", "Arctic Monkeys"),
+        ("imagin dragons", "Imagine Dragons"),
+        ("bad buny", "Bad Bunny"),
+        ("hans zimer", "Hans Zimmer"),
+        ("the weeknd", "The Weeknd"),
+        ("rosalia", "Rosalía"),
+        ("bjork", "Björk"),
+        ("maneskin", "Måneskin"),
+        ("земфира", "Земфира"),
+        ("방탄소년단", "방탄소년단"),
+        ("방탄", "방탄소년단"),
+        ("아이유", "아이유"),
+        ("米津玄師", "米津玄師"),
+        ("米津", "米津玄師"),
+        ("宇多田", "宇多田ヒカル"),
+        ("ヨルシカ", "ヨルシカ"),
+        ("周杰倫", "周杰倫"),
+        ("محسن یگانه", "محسن یگانه"),
+        ("یگانا", "محسن یگانه"),
+        ("محسن", "محسن یگانه"),
+        ("گوگوش", "گوگوش"),
+        ("عمرو دياب", "عمرو دياب"),
+    ];
+    let mut failures = Vec::new();
+    for (query, artist) in cases {
+        let found = search(&*index, SearchQuery::text(query)).await;
+        let top: Vec<&str> = found.hits.iter().take(3).map(|h| h.doc.artist.as_str()).collect();
+        if !top.contains(&artist) {
+            failures.push(format!("{query:?} -> {top:?}, wanted {artist:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}: {failures:#?}", index.backend());
+    // Both words count: Coldplay in Mumbai comes first.
+    let found = search(&*index, SearchQuery::text("coldpaly mumbai")).await;
+    assert_eq!(found.hits[0].doc.city, "Mumbai");
+    assert!(found.total <= 30, "coldpaly mumbai matched {} events", found.total);
+    let found = search(&*index, SearchQuery::text("bts seo")).await;
+    assert_eq!(
+        (found.hits[0].doc.artist.as_str(), found.hits[0].doc.city.as_str()),
+        ("BTS", "Seoul")
+    );
+    index.destroy().await.unwrap();
+}
+
+/// Queries about nothing in the catalogue find (next to) nothing.
+pub async fn unrelated_queries_do_not_flood(h: &dyn Harness) {
+    let index = fixture_index(h, "unrelated").await;
+    for query in [
+        "quantum chromodynamics",
+        "plumber emergency repair",
+        "zzxqv",
+        "spreadsheet accounting",
+        "volcano",
+    ] {
+        let found = search(&*index, SearchQuery::text(query)).await;
+        assert!(
+            found.total <= 5,
+            "{}: {query:?} matched {} events: {:?}",
+            index.backend(),
+            found.total,
+            found.hits.iter().take(5).map(|h| &h.doc.artist).collect::<Vec<_>>()
+        );
+    }
+    let all_words = index.search(&SearchQuery::text("!!!")).await;
+    assert!(matches!(all_words, Err(SearchError::InvalidQuery(_))));
+    index.destroy().await.unwrap();
+}
+
+/// City, date and availability filters hold for every hit; pages do not overlap; hits come by
+/// score, then start time.
+pub async fn filters_order_and_pages(h: &dyn Harness) {
+    let index = fixture_index(h, "filters").await;
+    let tour = |f: fn(&mut SearchQuery)| {
+        let mut q = SearchQuery::text("tour");
+        f(&mut q);
+        q
+    };
+    let all = search(&*index, tour(|_| {})).await;
+    assert!(all.total > 200, "tour matched only {}", all.total);
+    assert_eq!(all.hits.len(), PER_PAGE);
+
+    let seoul = search(&*index, tour(|q| q.city = Some("seoul".into()))).await;
+    assert!(seoul.total > 0 && seoul.total < all.total);
+    assert!(seoul.hits.iter().all(|h| h.doc.city == "Seoul"));
+    let munchen = search(&*index, tour(|q| q.city = Some("MUNCHEN".into()))).await;
+    assert!(munchen.total > 0 && munchen.hits.iter().all(|h| h.doc.city == "München"));
+
+    let from = Utc.with_ymd_and_hms(2027, 6, 1, 0, 0, 0).unwrap();
+    let to = Utc.with_ymd_and_hms(2027, 8, 31, 23, 59, 59).unwrap();
+    let summer = search(
+        &*index,
+        SearchQuery {
+            from: Some(from),
+            to: Some(to),
+            ..SearchQuery::text("tour")
+        },
+    )
+    .await;
+    assert!(summer.total > 0 && summer.total < all.total);
+    assert!(
+        summer
+            .hits
+            .iter()
+            .all(|h| h.doc.starts_at >= from && h.doc.starts_at <= to)
+    );
+
+    let available = search(&*index, tour(|q| q.available = true)).await;
+    assert!(available.total < all.total, "some fixture events are sold out");
+    assert!(available.hits.iter().all(|h| !h.doc.sold_out && h.doc.seats_left > 0));
+
+    let page2 = search(&*index, tour(|q| q.page = 2)).await;
+    assert_eq!(page2.total, all.total);
+    assert!(
+        page2
+            .hits
+            .iter()
+            .all(|h| all.hits.iter().all(|a| a.doc.event_id != h.doc.event_id))
+    );
+
+    // Relevance first, then the sooner event.
+    let swift = search(&*index, SearchQuery::text("taylor swift")).await;
+    for pair in swift.hits.windows(2).chain(all.hits.windows(2)) {
+        assert!(pair[0].score >= pair[1].score, "{pair:?}");
+        if pair[0].score == pair[1].score {
+            assert!(
+                pair[0].doc.starts_at <= pair[1].doc.starts_at,
+                "ties go by date: {pair:?}"
+            );
+        }
+    }
+    let far = search(&*index, tour(|q| q.page = 400)).await;
+    assert!(far.hits.is_empty());
+    index.destroy().await.unwrap();
+}
+
+fn doc(i: usize, artist: &str, city: &str) -> EventDoc {
+    let mut d = fixture::events(1).remove(0);
+    d.event_id = fixture::event_id(900_000 + i);
+    d.artist = artist.into();
+    d.title = format!("{artist} live");
+    d.city = city.into();
+    d
+}
+
+/// Documents and positions are written together, survive reopening, and deletes take effect.
+pub async fn documents_and_positions_are_written_together(h: &dyn Harness) {
+    let index = h.open("positions").await;
+    index.destroy().await.unwrap();
+    index.ensure().await.unwrap();
+    assert!(index.positions(None).await.unwrap().is_empty());
+    let changes = index.changes();
+    let (a, b, c) = (
+        doc(1, "Nova Lights", "Utrecht"),
+        doc(2, "Nova Lights", "Lyon"),
+        doc(3, "Polar Bloom", "Oslo"),
+    );
+    let batch = Batch {
+        upserts: vec![a.clone(), b.clone(), c.clone()],
+        deletes: vec![],
+        positions: Positions::from([(0, 5), (1, 7)]),
+    };
+    index.apply(None, batch).await.unwrap();
+    assert!(changes.has_changed().unwrap(), "a write moves the change counter");
+    assert_eq!(index.positions(None).await.unwrap(), Positions::from([(0, 5), (1, 7)]));
+    assert_eq!(index.get(b.event_id).await.unwrap(), Some(b.clone()));
+    assert_eq!(search(&*index, SearchQuery::text("nova lihgts")).await.total, 2);
+
+    let mut b2 = b.clone();
+    b2.seats_left = 0;
+    b2.sold_out = true;
+    let batch = Batch {
+        upserts: vec![b2.clone()],
+        deletes: vec![a.event_id],
+        positions: Positions::from([(0, 6)]),
+    };
+    index.apply(None, batch).await.unwrap();
+    assert_eq!(index.positions(None).await.unwrap(), Positions::from([(0, 6), (1, 7)]));
+    assert_eq!(index.get(a.event_id).await.unwrap(), None);
+    let found = search(&*index, SearchQuery::text("nova")).await;
+    assert_eq!(found.total, 1, "an upsert replaces, a delete removes");
+    assert_eq!(found.hits[0].doc, b2);
+    drop(index);
+
+    let reopened = h.open("positions").await;
+    assert_eq!(
+        reopened.positions(None).await.unwrap(),
+        Positions::from([(0, 6), (1, 7)])
+    );
+    assert_eq!(reopened.get(c.event_id).await.unwrap(), Some(c));
+    reopened.destroy().await.unwrap();
+}
+
+/// A new version fills up unseen and replaces the live one in one step.
+pub async fn a_rebuilt_version_is_swapped_in(h: &dyn Harness) {
+    let index = h.open("swap").await;
+    index.destroy().await.unwrap();
+    let first = index.ensure().await.unwrap();
+    assert_eq!(index.ensure().await.unwrap(), first, "ensure is idempotent");
+    let old = doc(10, "Old Band", "Porto");
+    let new = doc(11, "New Band", "Porto");
+    index
+        .apply(
+            None,
+            Batch {
+                upserts: vec![old.clone()],
+                ..Batch::default()
+            },
+        )
+        .await
+        .unwrap();
+    let second = index.create_version().await.unwrap();
+    assert_ne!(first, second);
+    let batch = Batch {
+        upserts: vec![new.clone()],
+        deletes: vec![],
+        positions: Positions::from([(0, 3)]),
+    };
+    index.apply(Some(&second), batch).await.unwrap();
+    assert_eq!(search(&*index, SearchQuery::text("band")).await.hits[0].doc, old);
+    assert_eq!(index.positions(Some(&second)).await.unwrap(), Positions::from([(0, 3)]));
+    let changes = index.changes();
+    index.swap_alias(&second).await.unwrap();
+    assert!(changes.has_changed().unwrap());
+    assert_eq!(index.live_version().await.unwrap(), Some(second.clone()));
+    let found = search(&*index, SearchQuery::text("band")).await;
+    assert_eq!(found.hits.iter().map(|h| &h.doc).collect::<Vec<_>>(), vec![&new]);
+    assert_eq!(index.positions(None).await.unwrap(), Positions::from([(0, 3)]));
+    assert!(index.positions(Some(&first)).await.is_err(), "the old version is gone");
+    index.destroy().await.unwrap();
+}
+
+/// Generates one test per conformance case for a harness expression:
+/// `search_conformance!(harness())`, or with attributes for every generated test,
+/// `search_conformance!(#[ignore = "needs opensearch"] => harness())`.
+#[macro_export]
+macro_rules! search_conformance {
+    ($(#[$attr:meta])* => $harness:expr) => {
+        $crate::search_conformance!(@cases [$(#[$attr])*] $harness;
+            typos_prefixes_and_scripts_find_the_artist, unrelated_queries_do_not_flood,
+            filters_order_and_pages, documents_and_positions_are_written_together,
+            a_rebuilt_version_is_swapped_in, sell_outs_reach_the_available_filter,
+            rebuild_projects_the_journal_into_a_new_version);
+    };
+    (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
+        $( $crate::search_conformance!(@one $attrs $harness; $case); )*
+    };
+    ($harness:expr) => {
+        $crate::search_conformance!(=> $harness);
+    };
+    (@one [$($attr:tt)*] $harness:expr; $case:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $($attr)*
+        async fn $case() {
+            let harness = $harness;
+            $crate::conformance::$case(&harness).await;
+        }
+    };
+}

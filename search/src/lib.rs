@@ -1,0 +1,33 @@
+//! Event search: fans find events by what they remember, misspelled.
+//!
+//! [`SearchIndex`] is the port: documents ([`EventDoc`]) written in batches together with the
+//! search projector's journal positions, fuzzy and as-you-type search with filters, and
+//! versioned indexes behind an alias so a rebuild can be swapped in. It has two
+//! implementations: [`TantivyIndex`], embedded in the data directory (the default), and
+//! [`OpenSearchIndex`], which speaks the Elasticsearch REST API (tested against OpenSearch 2.19).
+//! [`conformance`] is the one suite both pass.
+//!
+//! [`projector`] follows the journal and keeps the index current (one upsert per changed event
+//! per batch, position in the same write), [`api`] serves `GET /search` with a cache of recent
+//! results, and [`text`] holds the matching rules both backends share: how words are split,
+//! how many typos a word may have, and how hits are highlighted.
+
+pub mod api;
+pub mod conformance;
+pub mod fixture;
+mod index;
+mod opensearch;
+pub mod projector;
+mod tantivy_index;
+pub mod text;
+
+pub use api::{SearchApi, router};
+pub use index::{
+    Batch, DEFAULT_ALIAS, EventDoc, Hit, PER_PAGE, Positions, SearchError, SearchIndex, SearchQuery, SearchResults,
+};
+pub use opensearch::OpenSearchIndex;
+pub use tantivy_index::TantivyIndex;
+
+/// The index mapping (settings, analyzers and fields) of schema version 1, as Elasticsearch and
+/// OpenSearch read it. The tantivy schema in [`TantivyIndex`] mirrors it field by field.
+pub const MAPPING_V1: &str = include_str!("../../schema/search/events-v1.json");

@@ -1,0 +1,32 @@
+//! The search conformance suite on a real OpenSearch (or Elasticsearch) node.
+//!
+//! Start one with `deploy/local/up.sh opensearch`; the node's URL comes from
+//! `FRONTROW_OPENSEARCH_URL` (default `http://127.0.0.1:9200`). Every case uses its own alias
+//! (`frontrow-test-<case>-<pid>`), so cases and concurrent runs do not meet. A missing server
+//! fails these tests; it never skips them.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use frontrow_search::conformance::Harness;
+use frontrow_search::{OpenSearchIndex, SearchIndex, search_conformance};
+
+struct OpenSearch {
+    url: String,
+}
+
+#[async_trait]
+impl Harness for OpenSearch {
+    async fn open(&self, name: &str) -> Arc<dyn SearchIndex> {
+        let alias = format!("frontrow-test-{name}-{}", std::process::id());
+        Arc::new(OpenSearchIndex::new(&self.url, &alias).unwrap())
+    }
+}
+
+fn harness() -> OpenSearch {
+    OpenSearch {
+        url: std::env::var("FRONTROW_OPENSEARCH_URL").unwrap_or_else(|_| "http://127.0.0.1:9200".into()),
+    }
+}
+
+search_conformance!(#[ignore = "needs opensearch: run the README's test command"] => harness());

@@ -1,0 +1,70 @@
+//! The search conformance suite on the embedded tantivy index.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use frontrow_search::conformance::Harness;
+use frontrow_search::{SearchIndex, TantivyIndex, search_conformance};
+
+struct Tantivy(tempfile::TempDir);
+
+#[async_trait]
+impl Harness for Tantivy {
+    async fn open(&self, name: &str) -> Arc<dyn SearchIndex> {
+        Arc::new(TantivyIndex::open(&self.0.path().join(name)).unwrap())
+    }
+}
+
+fn harness() -> Tantivy {
+    Tantivy(tempfile::tempdir().unwrap())
+}
+
+search_conformance!(harness());
+
+/// A rebuild made by another process (another `TantivyIndex` on the same directory) is
+/// followed by the serving one.
+#[tokio::test]
+async fn a_server_follows_a_rebuild_made_by_another_process() {
+    use frontrow_search::{Batch, SearchQuery, fixture};
+
+    let dir = tempfile::tempdir().unwrap();
+    let serving = TantivyIndex::open(dir.path()).unwrap();
+    serving.ensure().await.unwrap();
+    let mut old = fixture::events(1).remove(0);
+    old.artist = "Old Band".into();
+    serving
+        .apply(
+            None,
+            Batch {
+                upserts: vec![old],
+                ..Batch::default()
+            },
+        )
+        .await
+        .unwrap();
+    let changes = serving.changes();
+
+    let rebuilder = TantivyIndex::open(dir.path()).unwrap();
+    let version = rebuilder.create_version().await.unwrap();
+    let mut new = fixture::events(2).remove(1);
+    new.artist = "New Band".into();
+    rebuilder
+        .apply(
+            Some(&version),
+            Batch {
+                upserts: vec![new],
+                ..Batch::default()
+            },
+        )
+        .await
+        .unwrap();
+    rebuilder.swap_alias(&version).await.unwrap();
+    drop(rebuilder);
+
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let found = serving.search(&SearchQuery::text("band")).await.unwrap();
+    assert_eq!(found.hits.len(), 1);
+    assert_eq!(found.hits[0].doc.artist, "New Band");
+    assert_eq!(serving.live_version().await.unwrap(), Some(version));
+    assert!(changes.has_changed().unwrap(), "result caches are told");
+}

@@ -26,6 +26,7 @@ use frontrow_http::auth::Auth;
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, SqliteJournal};
 use frontrow_query::{Catalog, QueryApi};
 use frontrow_schema::OrganizerId;
+use frontrow_search::{OpenSearchIndex, SearchIndex, TantivyIndex};
 use rand::RngCore;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -132,6 +133,20 @@ pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal
     )
 }
 
+/// Opens the configured search index: `tantivy` (embedded) or `opensearch`.
+pub fn open_search(settings: &Settings) -> anyhow::Result<Arc<dyn SearchIndex>> {
+    Ok(match settings.search.as_str() {
+        "tantivy" => Arc::new(
+            TantivyIndex::open(&settings.data_dir.join("search")).context("opening the embedded search index")?,
+        ),
+        "opensearch" => Arc::new(
+            OpenSearchIndex::new(&settings.opensearch_url, &settings.search_alias)
+                .context("connecting to OpenSearch")?,
+        ),
+        other => anyhow::bail!("search {other:?} is not `tantivy` or `opensearch`"),
+    })
+}
+
 /// Which sides a process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -140,8 +155,10 @@ pub enum Role {
     /// Writers and the command API; partitions come from the Kafka consumer group and requests
     /// for other partitions are forwarded to their owners (`frontrow command`).
     Command,
-    /// The availability maps and the read API (`frontrow query`).
+    /// The availability maps and the read API, including search (`frontrow query`).
     Query,
+    /// The projectors alone: the search index (`frontrow projector`).
+    Projector,
 }
 
 /// Everything one process runs.
@@ -151,6 +168,8 @@ pub struct App {
     pub journal: Arc<dyn Journal>,
     pub writers: Option<Writers>,
     pub catalog: Option<Arc<Catalog>>,
+    /// The search index this process serves or projects into.
+    pub search: Option<Arc<dyn SearchIndex>>,
     pub auth: Arc<Auth>,
     pub clock: Arc<dyn Clock>,
     membership: Option<Membership>,
@@ -203,16 +222,34 @@ impl App {
                     .context("joining the command group")?;
                 (Some(writers), Some(membership))
             }
-            Role::Query => (None, None),
+            Role::Query | Role::Projector => (None, None),
         };
-        let (catalog, query_tasks) = if role == Role::Command {
-            (None, Vec::new())
-        } else {
+        let (catalog, mut query_tasks) = if matches!(role, Role::All | Role::Query) {
             let (catalog, tasks) = Catalog::start(journal.clone())
                 .await
                 .context("starting the query node")?;
             (Some(catalog), tasks)
+        } else {
+            (None, Vec::new())
         };
+        let search = if role == Role::Command {
+            None
+        } else {
+            Some(open_search(&settings)?)
+        };
+        // The embedded index lives in this node's data directory, so a query node on tantivy
+        // projects into it itself; a shared OpenSearch index is fed by `frontrow projector`.
+        let projects_search = match role {
+            Role::All | Role::Projector => true,
+            Role::Query => settings.search == "tantivy",
+            Role::Command => false,
+        };
+        if let (Some(index), true) = (&search, projects_search) {
+            let tasks = frontrow_search::projector::start(index.clone(), journal.clone())
+                .await
+                .context("starting the search projector")?;
+            query_tasks.extend(tasks);
+        }
         let organizers = secrets
             .organizers
             .iter()
@@ -226,6 +263,7 @@ impl App {
             journal,
             writers,
             catalog,
+            search,
             auth,
             clock,
             membership,
@@ -295,6 +333,9 @@ impl App {
         if let Some(catalog) = &self.catalog {
             router = router.merge(frontrow_query::router(catalog.clone()));
         }
+        if let (Some(search), true) = (&self.search, self.role != Role::Projector) {
+            router = router.merge(frontrow_search::router(search.clone()));
+        }
         router
             .merge(
                 Router::new()
@@ -361,6 +402,7 @@ fn kafka_address(journal: &str) -> Option<(String, String)> {
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
     let mut doc = CommandApi::openapi();
     doc.merge(QueryApi::openapi());
+    doc.merge(frontrow_search::SearchApi::openapi());
     doc.merge(OpsApi::openapi());
     doc.info.title = "FrontRow".into();
     doc.info.description = Some("Ticket booking for onsales everyone wants at once.".into());

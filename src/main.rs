@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use frontrow::app::{App, Role, Secrets, demo_organizer_key, openapi_document};
+use frontrow::app::{App, Role, Secrets, demo_organizer_key, open_journal, open_search, openapi_document};
 use frontrow::sample::SAMPLE_EVENT_ID;
 use frontrow::settings::Settings;
 use frontrow_command::clock::SystemClock;
@@ -58,6 +58,16 @@ enum Cmd {
         #[arg(long)]
         journal: Option<String>,
     },
+    /// Run the projectors alone (the search index), or rebuild a projection.
+    Projector {
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// `sqlite` or `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
+        #[arg(long)]
+        journal: Option<String>,
+        #[command(subcommand)]
+        action: Option<ProjectorAction>,
+    },
     /// Print a customer bearer token signed with this installation's secret.
     Token {
         #[arg(long)]
@@ -68,6 +78,21 @@ enum Cmd {
     },
     /// Print the OpenAPI document.
     Openapi,
+}
+
+#[derive(Subcommand)]
+enum ProjectorAction {
+    /// Replay the whole log into a fresh projection and switch to it when caught up.
+    Rebuild {
+        #[arg(value_enum)]
+        projection: Projection,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Projection {
+    /// The search index (a new versioned index, then the alias swap).
+    Search,
 }
 
 fn settings(cli: &Cli) -> anyhow::Result<Settings> {
@@ -147,6 +172,31 @@ async fn main() -> anyhow::Result<()> {
         Cmd::Serve { listen, journal } => run(&cli, Role::All, *listen, journal.clone()).await?,
         Cmd::Command { listen, journal } => run(&cli, Role::Command, *listen, journal.clone()).await?,
         Cmd::Query { listen, journal } => run(&cli, Role::Query, *listen, journal.clone()).await?,
+        Cmd::Projector {
+            listen,
+            journal,
+            action: None,
+        } => run(&cli, Role::Projector, *listen, journal.clone()).await?,
+        Cmd::Projector {
+            journal,
+            action: Some(ProjectorAction::Rebuild { projection }),
+            ..
+        } => {
+            let mut settings = settings(&cli)?;
+            if let Some(journal) = journal {
+                settings.journal = journal.clone();
+            }
+            let journal = open_journal(&settings).await?;
+            match projection {
+                Projection::Search => {
+                    let rebuilt = frontrow_search::projector::rebuild(open_search(&settings)?, journal).await?;
+                    println!(
+                        "search index rebuilt into {} at {:?}",
+                        rebuilt.version, rebuilt.positions
+                    );
+                }
+            }
+        }
         Cmd::Token { customer, ttl_minutes } => {
             let settings = settings(&cli)?;
             let secrets = Secrets::resolve(&settings)?;

@@ -49,6 +49,12 @@ pub struct Settings {
     pub sample_event: bool,
     /// Base URL the simulated provider posts webhooks to (default: `http://<listen>`).
     pub public_url: Option<String>,
+    /// The search index: `tantivy` (embedded, in `<data_dir>/search`) or `opensearch`.
+    pub search: String,
+    /// Elasticsearch/OpenSearch base URL when `search = "opensearch"`.
+    pub opensearch_url: String,
+    /// The alias the search index is served under (versioned indexes behind it).
+    pub search_alias: String,
 }
 
 fn hide<S: serde::Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
@@ -84,6 +90,9 @@ impl Default for Settings {
             demo: true,
             sample_event: true,
             public_url: None,
+            search: "tantivy".into(),
+            opensearch_url: "http://127.0.0.1:9200".into(),
+            search_alias: frontrow_search::DEFAULT_ALIAS.into(),
         }
     }
 }
@@ -104,6 +113,9 @@ const KEYS: &[&str] = &[
     "demo",
     "sample_event",
     "public_url",
+    "search",
+    "opensearch_url",
+    "search_alias",
 ];
 
 impl Settings {

@@ -144,7 +144,11 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         .collect();
     let tasks: Vec<_> = (0..400)
         .map(|i: usize| {
-            let base = if i.is_multiple_of(2) { a.base.clone() } else { b.base.clone() };
+            let base = if i.is_multiple_of(2) {
+                a.base.clone()
+            } else {
+                b.base.clone()
+            };
             let seats: Vec<String> = (0..2).map(|k| all[(i * 7 + k * 13) % 100].clone()).collect();
             let (client, token) = (client.clone(), token(&format!("fan{i}")));
             tokio::spawn(async move {

@@ -662,11 +662,63 @@ async fn health_ready_and_openapi() {
         "/events/{event_id}/reservations/{reservation_id}/release",
         "/events/{event_id}/availability",
         "/webhooks/payments",
+        "/search",
     ] {
         assert!(
             doc["paths"].get(path).is_some(),
             "{path} missing from the OpenAPI document"
         );
     }
+    app.stop().await;
+}
+
+/// Polls `GET /search` until `check` accepts the answer (the projector indexes asynchronously).
+async fn search_until(app: &TestApp, query: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let res = app
+            .client
+            .get(app.url(&format!("/search?{query}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        last = res.json().await.unwrap();
+        if check(&last) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("search never satisfied the check; last answer: {last}");
+}
+
+#[tokio::test]
+async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_filter() {
+    let app = TestApp::spawn().await;
+    let mut body = app.event_body(Duration::minutes(-1));
+    body["artist"] = json!("Marianne Vortexa");
+    body["seat_map"] = json!({"tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
+        "sections": [{"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 2, "tier": "STD"}]}]});
+    let res = app.create_event_with(ORGANIZER_KEY, &body).await;
+    let event = res.json::<Value>().await.unwrap()["event_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let has_event = |v: &Value| {
+        v["hits"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["event_id"] == event.as_str()))
+    };
+    // A typo still finds the artist.
+    search_until(&app, "q=mariane%20vortexa", has_event).await;
+    search_until(&app, "q=vortexa&available=true", has_event).await;
+    let held = app
+        .reserve_seats("alice", event.parse().unwrap(), &["A-1-1", "A-1-2"])
+        .await;
+    assert_eq!(held.status(), 201);
+    search_until(&app, "q=vortexa&available=true", |v| !has_event(v)).await;
+    let res = app.client.get(app.url("/search?q=")).send().await.unwrap();
+    assert_eq!(res.status(), 400);
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
     app.stop().await;
 }

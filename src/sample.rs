@@ -76,6 +76,7 @@ pub fn event(now: DateTime<Utc>) -> EventScheduled {
         artist: "Nova Lights".into(),
         venue: "Riverside Arena".into(),
         city: "Amsterdam".into(),
+        tags: vec![],
         starts_at: now + Duration::days(60),
         onsale_at: now - Duration::minutes(1),
         hold_minutes: HoldMinutes::DEFAULT,

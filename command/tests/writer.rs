@@ -76,6 +76,7 @@ fn event(clock: &dyn Clock) -> EventScheduled {
         artist: "a".into(),
         venue: "v".into(),
         city: "c".into(),
+        tags: vec![],
         starts_at: clock.now() + Duration::days(1),
         onsale_at: clock.now() - Duration::minutes(1),
         hold_minutes: HoldMinutes::DEFAULT,

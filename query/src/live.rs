@@ -234,6 +234,7 @@ mod tests {
             artist: "Band".into(),
             venue: "Hall".into(),
             city: "Lyon".into(),
+            tags: vec![],
             starts_at: Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap(),
             onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
             hold_minutes: HoldMinutes::DEFAULT,

@@ -58,6 +58,10 @@ pub struct EventScheduled {
     pub artist: String,
     pub venue: String,
     pub city: String,
+    /// Free-form words fans search by (genre, tour, ...). Absent in events written before
+    /// tags existed, which read as none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     pub starts_at: DateTime<Utc>,
     pub onsale_at: DateTime<Utc>,
     pub hold_minutes: HoldMinutes,

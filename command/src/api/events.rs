@@ -38,6 +38,9 @@ pub struct CreateEvent {
     pub venue: String,
     #[schema(example = "Amsterdam")]
     pub city: String,
+    /// Words fans may search by, e.g. `["pop", "world tour"]` (at most 10, each 1 to 40 characters).
+    #[serde(default)]
+    pub tags: Vec<String>,
     pub starts_at: DateTime<Utc>,
     /// When fans may start reserving.
     pub onsale_at: DateTime<Utc>,
@@ -100,6 +103,7 @@ pub(super) async fn create_event(
         artist: body.artist,
         venue: body.venue,
         city: body.city,
+        tags: body.tags,
         starts_at: body.starts_at,
         onsale_at: body.onsale_at,
         hold_minutes: body.hold_minutes,

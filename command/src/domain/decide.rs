@@ -188,6 +188,7 @@ fn same_event(a: &EventScheduled, b: &EventScheduled) -> bool {
         && a.artist == b.artist
         && a.venue == b.venue
         && a.city == b.city
+        && a.tags == b.tags
         && a.starts_at == b.starts_at
         && a.onsale_at == b.onsale_at
 }
@@ -197,6 +198,11 @@ fn schedule(info: &EventScheduled) -> Result<Vec<Event>, Rejection> {
     check_text("artist", &info.artist)?;
     check_text("venue", &info.venue)?;
     check_text("city", &info.city)?;
+    if info.tags.len() > 10 || info.tags.iter().any(|t| t.trim().is_empty() || t.chars().count() > 40) {
+        return Err(Rejection::InvalidEvent(
+            "tags: at most 10, each 1 to 40 characters".into(),
+        ));
+    }
     if info.starts_at <= info.onsale_at {
         return Err(Rejection::InvalidEvent("starts_at must be after onsale_at".into()));
     }

@@ -88,6 +88,7 @@ fn event_info() -> EventScheduled {
         artist: "The Band".into(),
         venue: "Hall".into(),
         city: "Lyon".into(),
+        tags: vec![],
         starts_at: at(STARTS_AFTER),
         onsale_at: at(0),
         hold_minutes: HoldMinutes::new(HOLD_MINUTES as u8).unwrap(),

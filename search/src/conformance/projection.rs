@@ -76,6 +76,7 @@ fn scheduled(event_id: EventId, artist: &str, city: &str, seats: u16) -> Event {
         artist: artist.into(),
         venue: "Grand Hall".into(),
         city: city.into(),
+        tags: vec![],
         starts_at: Utc.with_ymd_and_hms(2027, 5, 1, 20, 0, 0).unwrap(),
         onsale_at: Utc.with_ymd_and_hms(2027, 2, 1, 10, 0, 0).unwrap(),
         hold_minutes: HoldMinutes::DEFAULT,

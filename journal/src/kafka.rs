@@ -231,10 +231,15 @@ impl Inner {
 
     async fn high_watermark(self: Arc<Self>, partition: u32) -> Result<Offset, JournalError> {
         tokio::task::spawn_blocking(move || {
-            self.meta
-                .fetch_watermarks(&self.settings.topic, partition as i32, CALL_TIMEOUT)
-                .map(|(_, high)| high.max(0) as Offset)
-                .map_err(kafka_err)
+            let topic = &self.settings.topic;
+            let query = || self.meta.fetch_watermarks(topic, partition as i32, CALL_TIMEOUT);
+            let watermarks = query().or_else(|_| {
+                // After the brokers were away the client's metadata can be stale ("unknown
+                // partition") until refreshed; refresh it and ask again.
+                self.meta.fetch_metadata(Some(topic), CALL_TIMEOUT)?;
+                query()
+            });
+            watermarks.map(|(_, high)| high.max(0) as Offset).map_err(kafka_err)
         })
         .await
         .map_err(|e| JournalError::Storage(e.to_string()))?

@@ -1,0 +1,119 @@
+//! The Kafka broker goes away mid-load and comes back: requests are refused with 503 while it
+//! is gone, nothing acknowledged is lost, and service resumes by itself.
+//!
+//! This stops and starts the broker of `deploy/local` (the one the README's test command
+//! started), so it lives in a test binary of its own: cargo runs test binaries one at a time.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn service(script: &str) {
+    let path = format!("{}/deploy/local/{script}", env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new("bash")
+        .arg(path)
+        .arg("kafka")
+        .status()
+        .expect("the script runs");
+    assert!(status.success(), "{script} kafka failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
+    let app = Arc::new(TestApp::spawn_with(|s| s.journal = kafka_journal()).await);
+    let event = app.create_event().await;
+    let seats: Vec<String> = (1..=2)
+        .flat_map(|r| (1..=10).map(move |n| format!("A-{r}-{n}")))
+        .collect();
+
+    let acked: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+    let statuses: Arc<Mutex<Vec<u16>>> = Arc::default();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (app, acked, statuses, stop, seats) = (
+            app.clone(),
+            acked.clone(),
+            statuses.clone(),
+            stop.clone(),
+            seats.clone(),
+        );
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && i < seats.len() {
+                let fan = format!("fan{i}");
+                let res = app
+                    .reserve(&fan, event, &format!("k{i}"), json!({ "seats": [seats[i]] }))
+                    .await;
+                let status = res.status().as_u16();
+                statuses.lock().unwrap().push(status);
+                match status {
+                    201 => {
+                        let body: Value = res.json().await.unwrap();
+                        acked
+                            .lock()
+                            .unwrap()
+                            .insert(fan, body["reservation_id"].as_str().unwrap().to_owned());
+                        i += 1;
+                    }
+                    503 => tokio::time::sleep(Duration::from_millis(200)).await,
+                    other => panic!("unexpected status {other}"),
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    while acked.lock().unwrap().len() < 3 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::task::spawn_blocking(|| service("down.sh")).await.unwrap();
+    // While the broker is gone, reserves are refused with 503 (after the append times out).
+    let refused_before = statuses.lock().unwrap().iter().filter(|s| **s == 503).count();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while statuses.lock().unwrap().iter().filter(|s| **s == 503).count() == refused_before {
+        assert!(std::time::Instant::now() < deadline, "no 503 while the broker was down");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let acked_while_down = acked.lock().unwrap().len();
+    tokio::task::spawn_blocking(|| service("up.sh")).await.unwrap();
+    // Service resumes by itself: new reservations are acknowledged again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while acked.lock().unwrap().len() <= acked_while_down + 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "service did not resume after the broker came back"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    load.await.unwrap();
+
+    // Every acknowledged reservation is still there, and the log holds no seat twice.
+    let acked = acked.lock().unwrap().clone();
+    for (fan, rid) in &acked {
+        let res = app.get_as(fan, &format!("/events/{event}/reservations/{rid}")).await;
+        assert_eq!(res.status(), 200, "acknowledged reservation {rid} lost");
+    }
+    let states = app.replay().await;
+    let state = &states[&event];
+    let held = state
+        .seats
+        .iter()
+        .filter(|s| !matches!(s, frontrow_command::domain::SeatState::Available))
+        .count();
+    assert!(held >= acked.len());
+    let mut owners = HashMap::new();
+    for r in state.reservations.values() {
+        if r.status == frontrow_command::domain::ReservationStatus::Held {
+            for seat in &r.seats {
+                assert!(owners.insert(*seat, r.id).is_none(), "seat {seat} in two holds");
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The ledger's read API: a customer's bookings, an event's sales, a seat's history.
+//!
+//! These are served from the ledger, so they lag the journal by the projector's last batch.
+//! Sales and seat histories belong to the event's organizer (`X-Api-Key`): a seat's history
+//! names the reservations that held it, which is support data, not something to publish. The
+//! seat-history path is under `/events/{event_id}/seats/{seat}/history`; a log-based history on
+//! the query side would live elsewhere.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use frontrow_http::auth::{Customer, Organizer};
+use frontrow_http::{ApiPath, Problem};
+use frontrow_schema::{EventId, OrganizerId, SeatId};
+use utoipa::OpenApi;
+
+use crate::ledger::{
+    BookingStatus, CustomerBooking, CustomerBookings, EventSales, Ledger, LedgerReads, SalesLine, SeatHistory,
+    SeatHistoryEntry,
+};
+use crate::rows::{Ty, Val};
+
+/// The ledger API's OpenAPI description.
+#[derive(OpenApi)]
+#[openapi(
+    paths(my_bookings, event_sales, seat_history),
+    components(schemas(
+        CustomerBookings, CustomerBooking, BookingStatus, EventSales, SalesLine, SeatHistory, SeatHistoryEntry, Problem
+    )),
+    tags((name = "ledger", description = "Bookings, sales and seat histories from the ledger"))
+)]
+pub struct LedgerApi;
+
+/// The ledger's read API over `ledger`. Needs the `Auth` extension layer of the app.
+pub fn router(ledger: Arc<dyn Ledger>) -> Router {
+    Router::new()
+        .route("/me/bookings", get(my_bookings))
+        .route("/events/{event_id}/sales", get(event_sales))
+        .route("/events/{event_id}/seats/{seat}/history", get(seat_history))
+        .with_state(ledger)
+}
+
+/// Whether `organizer` may read `event`: `404` when the ledger has no such event, `403` when
+/// it is someone else's.
+async fn owned(ledger: &dyn Ledger, event: EventId, organizer: &OrganizerId) -> Result<(), Problem> {
+    let rows = ledger
+        .query(
+            "SELECT organizer FROM events WHERE event_id = $1",
+            vec![Val::Uuid(event.as_uuid())],
+            &[Ty::Text],
+        )
+        .await
+        .map_err(Problem::internal)?;
+    match rows.first().and_then(|r| r[0].as_str()) {
+        None => Err(Problem::not_found(format!("the ledger has no event {event}"))),
+        Some(owner) if owner == organizer.as_str() => Ok(()),
+        Some(_) => Err(Problem::forbidden("this event belongs to another organizer")),
+    }
+}
+
+/// The calling customer's bookings, newest first, including cancelled ones.
+#[utoipa::path(
+    get,
+    path = "/me/bookings",
+    tag = "ledger",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The customer's bookings", body = CustomerBookings),
+        (status = 401, description = "No or bad bearer token", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn my_bookings(
+    State(ledger): State<Arc<dyn Ledger>>,
+    Customer(customer): Customer,
+) -> Result<Json<CustomerBookings>, Problem> {
+    let bookings = ledger.customer_bookings(&customer).await.map_err(Problem::internal)?;
+    Ok(Json(CustomerBookings {
+        customer: customer.to_string(),
+        bookings,
+    }))
+}
+
+/// An event's sales by section and price tier: seats now, holds, bookings, expiries,
+/// releases, refunds and revenue.
+#[utoipa::path(
+    get,
+    path = "/events/{event_id}/sales",
+    tag = "ledger",
+    params(("event_id" = EventId, Path, description = "The event")),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The event's sales", body = EventSales),
+        (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another organizer's event", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such event in the ledger", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+#[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
+async fn event_sales(
+    State(ledger): State<Arc<dyn Ledger>>,
+    ApiPath(event_id): ApiPath<EventId>,
+    Organizer(organizer): Organizer,
+) -> Result<Json<EventSales>, Problem> {
+    owned(ledger.as_ref(), event_id, &organizer).await?;
+    ledger
+        .event_sales(event_id)
+        .await
+        .map_err(Problem::internal)?
+        .map(Json)
+        .ok_or_else(|| Problem::not_found(format!("the ledger has no event {event_id}")))
+}
+
+/// Everything that happened to one seat: every hold, expiry, release, booking and refund,
+/// with times and reservation ids.
+#[utoipa::path(
+    get,
+    path = "/events/{event_id}/seats/{seat}/history",
+    tag = "ledger",
+    params(
+        ("event_id" = EventId, Path, description = "The event"),
+        ("seat" = SeatId, Path, description = "SECTION-ROW-NUMBER"),
+    ),
+    security(("api_key" = [])),
+    responses(
+        (status = 200, description = "The seat's history", body = SeatHistory),
+        (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another organizer's event", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such event or seat", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+#[tracing::instrument(level = "debug", skip_all, fields(%event_id, %seat))]
+async fn seat_history(
+    State(ledger): State<Arc<dyn Ledger>>,
+    ApiPath((event_id, seat)): ApiPath<(EventId, SeatId)>,
+    Organizer(organizer): Organizer,
+) -> Result<Json<SeatHistory>, Problem> {
+    owned(ledger.as_ref(), event_id, &organizer).await?;
+    ledger
+        .seat_history(event_id, &seat)
+        .await
+        .map_err(Problem::internal)?
+        .map(Json)
+        .ok_or_else(|| Problem::not_found(format!("event {event_id} has no seat {seat}")))
+}

@@ -1,0 +1,433 @@
+//! The PostgreSQL ledger: one schema per generation, written set-wise through `UNNEST`.
+//!
+//! The serving ledger is the schema named by the configuration (`ledger` by default); every
+//! connection's `search_path` is that name. A rebuild replays the log into a new schema
+//! `<name>_v<n>` beside it, then [`PgLedger::promote`] swaps the two by renaming schemas in one
+//! transaction: readers see the old tables or the new ones, never a mix, and tools that query
+//! `ledger.*` need no change. The prepared-statement cache is off, so no connection keeps a
+//! plan bound to the tables of the retired schema.
+//!
+//! Every batch transaction first locks its partition's position row, and a promotion first
+//! locks the positions table exclusively: a batch runs entirely before or entirely after the
+//! swap, and a batch after it finds the new generation's position (and is refused if it does
+//! not match, so the projector resumes from there).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use frontrow_schema::{EventId, ReservationId};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{AssertSqlSafe, Postgres, Row, SqlSafeStr};
+use tracing::{info, instrument};
+use uuid::Uuid;
+
+use crate::LedgerError;
+use crate::ledger::{Batch, Ledger, Lookup};
+use crate::rows::{ALL_TABLES, Op, Ty, Val};
+
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "ledger",
+    include_str!("../../schema/migrations/ledger/postgres/0001_ledger.sql"),
+)];
+
+fn migrator() -> Migrator {
+    Migrator::with_migrations(
+        MIGRATIONS
+            .iter()
+            .map(|(v, d, sql)| Migration::new(*v, (*d).into(), MigrationType::Simple, sql.into_sql_str(), false))
+            .collect(),
+    )
+}
+
+/// A schema name we are willing to put into SQL.
+fn check_ident(name: &str) -> Result<(), LedgerError> {
+    let ok = !name.is_empty()
+        && name.len() <= 48
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(LedgerError::Config(format!(
+            "{name:?} is not a ledger schema name (lowercase letters, digits and _, at most 48)"
+        )))
+    }
+}
+
+/// A PostgreSQL ledger in one schema.
+pub struct PgLedger {
+    url: String,
+    /// The serving schema's name.
+    base: String,
+    /// The schema this handle writes: `base`, or a rebuild's `base_v<n>`.
+    schema: String,
+    pool: PgPool,
+}
+
+impl std::fmt::Debug for PgLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgLedger")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgLedger {
+    /// Connects to the serving ledger in `schema` of the database at `url`, creating and
+    /// migrating it if needed.
+    pub async fn connect(url: &str, schema: &str) -> Result<Self, LedgerError> {
+        Self::open(url, schema, schema, 8).await
+    }
+
+    async fn open(url: &str, base: &str, schema: &str, connections: u32) -> Result<Self, LedgerError> {
+        check_ident(base)?;
+        check_ident(schema)?;
+        let options = PgConnectOptions::from_str(url)?;
+        {
+            let admin = PgPoolOptions::new()
+                .max_connections(1)
+                .connect_with(options.clone())
+                .await?;
+            sqlx::query(AssertSqlSafe(format!("CREATE SCHEMA IF NOT EXISTS {schema}")))
+                .execute(&admin)
+                .await?;
+            admin.close().await;
+        }
+        let options = options.options([("search_path", schema)]).statement_cache_capacity(0);
+        let pool = PgPoolOptions::new()
+            .max_connections(connections)
+            .connect_with(options)
+            .await?;
+        migrator().run(&pool).await?;
+        Ok(Self {
+            url: url.to_owned(),
+            base: base.to_owned(),
+            schema: schema.to_owned(),
+            pool,
+        })
+    }
+
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Drops this ledger's schema and everything in it (tests, and retiring a rebuild).
+    pub async fn drop_schema(self) -> Result<(), LedgerError> {
+        self.pool.close().await;
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(PgConnectOptions::from_str(&self.url)?)
+            .await?;
+        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)))
+            .execute(&admin)
+            .await?;
+        admin.close().await;
+        Ok(())
+    }
+}
+
+fn bind_val<'q>(
+    q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    v: Val,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    match v {
+        Val::Null => q.bind(None::<String>),
+        Val::Uuid(u) => q.bind(u),
+        Val::Text(s) => q.bind(s),
+        Val::Int(i) => q.bind(i),
+        Val::Bool(b) => q.bind(b),
+        Val::Time(t) => q.bind(t),
+    }
+}
+
+/// Binds one column of `rows` (column `i`, of type `ty`) as a PostgreSQL array.
+fn bind_column<'q>(
+    q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    rows: &[Vec<Val>],
+    i: usize,
+    ty: Ty,
+) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+    match ty {
+        Ty::Uuid => q.bind(rows.iter().map(|r| r[i].as_uuid()).collect::<Vec<Option<Uuid>>>()),
+        Ty::Text | Ty::Json => q.bind(
+            rows.iter()
+                .map(|r| r[i].as_str().map(str::to_owned))
+                .collect::<Vec<Option<String>>>(),
+        ),
+        Ty::Int => q.bind(rows.iter().map(|r| r[i].as_int()).collect::<Vec<Option<i64>>>()),
+        Ty::Bool => q.bind(rows.iter().map(|r| r[i].as_bool()).collect::<Vec<Option<bool>>>()),
+        Ty::Time => q.bind(
+            rows.iter()
+                .map(|r| r[i].as_time())
+                .collect::<Vec<Option<DateTime<Utc>>>>(),
+        ),
+    }
+}
+
+fn select_expr(name: &str, ty: Ty) -> String {
+    match ty {
+        Ty::Json => format!("u.{name}::jsonb"),
+        _ => format!("u.{name}"),
+    }
+}
+
+async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerError> {
+    match op {
+        Op::Insert { table, rows } => {
+            let names: Vec<_> = table.cols.iter().map(|c| c.name).collect();
+            let arrays: Vec<_> = table
+                .cols
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("${}::{}", i + 1, c.ty.pg_array()))
+                .collect();
+            let exprs: Vec<_> = table.cols.iter().map(|c| select_expr(c.name, c.ty)).collect();
+            let sql = format!(
+                "INSERT INTO {t} ({cols}) SELECT {exprs} FROM UNNEST({arrays}) AS u({cols})",
+                t = table.name,
+                cols = names.join(", "),
+                exprs = exprs.join(", "),
+                arrays = arrays.join(", "),
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for (i, c) in table.cols.iter().enumerate() {
+                q = bind_column(q, rows, i, c.ty);
+            }
+            q.execute(&mut *conn).await?;
+        }
+        Op::Update { table, key, set, rows } => {
+            let cols: Vec<_> = key.iter().chain(set).collect();
+            let names: Vec<_> = cols.iter().map(|c| c.name).collect();
+            let arrays: Vec<_> = cols
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("${}::{}", i + 1, c.ty.pg_array()))
+                .collect();
+            let sets: Vec<_> = set
+                .iter()
+                .map(|c| format!("{} = {}", c.name, select_expr(c.name, c.ty)))
+                .collect();
+            let wheres: Vec<_> = key.iter().map(|c| format!("t.{0} = u.{0}", c.name)).collect();
+            let sql = format!(
+                "UPDATE {tbl} AS t SET {sets} FROM UNNEST({arrays}) AS u({names}) WHERE {wheres}",
+                tbl = table.name,
+                sets = sets.join(", "),
+                arrays = arrays.join(", "),
+                names = names.join(", "),
+                wheres = wheres.join(" AND "),
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for (i, c) in cols.iter().enumerate() {
+                q = bind_column(q, rows, i, c.ty);
+            }
+            q.execute(&mut *conn).await?;
+        }
+        Op::Delete { table, col, values } => {
+            let sql = format!(
+                "DELETE FROM {} WHERE {} = ANY($1::{})",
+                table.name,
+                col.name,
+                col.ty.pg_array()
+            );
+            let rows: Vec<Vec<Val>> = values.iter().map(|v| vec![v.clone()]).collect();
+            bind_column(sqlx::query(AssertSqlSafe(sql)), &rows, 0, col.ty)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+fn decode(row: &PgRow, types: &[Ty]) -> Result<Vec<Val>, LedgerError> {
+    types
+        .iter()
+        .enumerate()
+        .map(|(i, ty)| {
+            Ok(match ty {
+                Ty::Uuid => Val::opt(row.try_get::<Option<Uuid>, _>(i)?),
+                Ty::Text | Ty::Json => Val::opt(row.try_get::<Option<String>, _>(i)?),
+                Ty::Int => Val::opt(row.try_get::<Option<i64>, _>(i)?),
+                Ty::Bool => Val::opt(row.try_get::<Option<bool>, _>(i)?),
+                Ty::Time => Val::opt(row.try_get::<Option<DateTime<Utc>>, _>(i)?),
+            })
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Ledger for PgLedger {
+    fn describe(&self) -> String {
+        format!("postgres schema {}", self.schema)
+    }
+
+    fn generation(&self) -> String {
+        self.schema.clone()
+    }
+
+    fn concurrent_writers(&self) -> usize {
+        2
+    }
+
+    async fn positions(&self) -> Result<BTreeMap<u32, u64>, LedgerError> {
+        let rows: Vec<(i32, i64)> = sqlx::query_as("SELECT partition, next_offset FROM projector_positions")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(|(p, o)| (p as u32, o as u64)).collect())
+    }
+
+    async fn lookup(&self, events: &[EventId], reservations: &[ReservationId]) -> Result<Lookup, LedgerError> {
+        let mut lookup = Lookup::default();
+        if !events.is_empty() {
+            let ids: Vec<Uuid> = events.iter().map(EventId::as_uuid).collect();
+            let rows: Vec<(Uuid, String, String, String)> = sqlx::query_as(
+                "SELECT event_id, organizer, currency, seat_map::text FROM events WHERE event_id = ANY($1)",
+            )
+            .bind(ids)
+            .fetch_all(&self.pool)
+            .await?;
+            lookup.events = rows
+                .into_iter()
+                .map(|(id, o, c, m)| (EventId::from_uuid(id), o, c, m))
+                .collect();
+        }
+        if !reservations.is_empty() {
+            let ids: Vec<Uuid> = reservations.iter().map(ReservationId::as_uuid).collect();
+            let rows: Vec<(Uuid, String)> =
+                sqlx::query_as("SELECT reservation_id, seats FROM reservations WHERE reservation_id = ANY($1)")
+                    .bind(ids)
+                    .fetch_all(&self.pool)
+                    .await?;
+            lookup.reservations = rows
+                .into_iter()
+                .map(|(id, s)| (ReservationId::from_uuid(id), s))
+                .collect();
+        }
+        Ok(lookup)
+    }
+
+    #[instrument(level = "debug", skip_all, fields(schema = %self.schema, partition = batch.partition, from = batch.from, to = batch.to))]
+    async fn write(&self, batch: &Batch) -> Result<(), LedgerError> {
+        let mut tx = self.pool.begin().await?;
+        // First statement of the batch: it locks the position row (see the module docs).
+        sqlx::query(
+            "INSERT INTO projector_positions (partition, next_offset) VALUES ($1, 0)
+             ON CONFLICT (partition) DO NOTHING",
+        )
+        .bind(batch.partition as i32)
+        .execute(&mut *tx)
+        .await?;
+        let stored: i64 =
+            sqlx::query_scalar("SELECT next_offset FROM projector_positions WHERE partition = $1 FOR UPDATE")
+                .bind(batch.partition as i32)
+                .fetch_one(&mut *tx)
+                .await?;
+        if stored as u64 != batch.from {
+            return Err(LedgerError::OutOfOrder {
+                partition: batch.partition,
+                stored: stored as u64,
+                batch_from: batch.from,
+            });
+        }
+        for op in &batch.ops {
+            write_op(&mut tx, op).await?;
+        }
+        sqlx::query("UPDATE projector_positions SET next_offset = $2 WHERE partition = $1")
+            .bind(batch.partition as i32)
+            .bind(batch.to as i64)
+            .execute(&mut *tx)
+            .await?;
+        if batch.crash_before_commit {
+            drop(tx);
+            return Err(LedgerError::InjectedCrash);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
+        let mut q = sqlx::query(AssertSqlSafe(sql.to_owned()));
+        for p in params {
+            q = bind_val(q, p);
+        }
+        let rows = q.fetch_all(&self.pool).await?;
+        rows.iter().map(|r| decode(r, types)).collect()
+    }
+
+    async fn dump(&self) -> Result<BTreeMap<String, Vec<String>>, LedgerError> {
+        let mut out = BTreeMap::new();
+        let names = ALL_TABLES.iter().map(|t| t.name).chain(["projector_positions"]);
+        for name in names {
+            let rows: Vec<String> = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT CAST(t AS text) FROM {name} t ORDER BY 1"
+            )))
+            .fetch_all(&self.pool)
+            .await?;
+            out.insert(name.to_owned(), rows);
+        }
+        Ok(out)
+    }
+
+    async fn next_generation(&self) -> Result<Arc<dyn Ledger>, LedgerError> {
+        let pattern = format!("{}\\_v%", self.base);
+        let names: Vec<String> = sqlx::query_scalar("SELECT nspname::text FROM pg_namespace WHERE nspname LIKE $1")
+            .bind(pattern)
+            .fetch_all(&self.pool)
+            .await?;
+        let prefix = format!("{}_v", self.base);
+        let n = names
+            .iter()
+            .filter_map(|s| s.strip_prefix(&prefix)?.parse::<u32>().ok())
+            .max()
+            .unwrap_or(1)
+            + 1;
+        let schema = format!("{prefix}{n}");
+        info!(%schema, "creating ledger generation");
+        Ok(Arc::new(PgLedger::open(&self.url, &self.base, &schema, 4).await?))
+    }
+
+    #[instrument(skip(self), fields(serving = %self.base))]
+    async fn promote(&self, generation: &str) -> Result<(), LedgerError> {
+        check_ident(generation)?;
+        if !generation.starts_with(&format!("{}_v", self.base)) {
+            return Err(LedgerError::Config(format!(
+                "{generation} is not a generation of ledger {}",
+                self.base
+            )));
+        }
+        let retired = format!("{}_retired", self.base);
+        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {retired} CASCADE")))
+            .execute(&self.pool)
+            .await?;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET LOCAL lock_timeout = '60s'").execute(&mut *tx).await?;
+        // Waits for the batch in flight, and holds every later batch until the swap commits.
+        sqlx::query(AssertSqlSafe(format!(
+            "LOCK TABLE {}.projector_positions IN ACCESS EXCLUSIVE MODE",
+            self.base
+        )))
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(AssertSqlSafe(format!("ALTER SCHEMA {} RENAME TO {retired}", self.base)))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(AssertSqlSafe(format!(
+            "ALTER SCHEMA {generation} RENAME TO {}",
+            self.base
+        )))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {retired} CASCADE")))
+            .execute(&self.pool)
+            .await?;
+        info!(%generation, "ledger generation promoted");
+        Ok(())
+    }
+}

@@ -1,0 +1,595 @@
+//! The one projection logic: a batch of log records folded into row changes.
+//!
+//! [`project`] is pure: it reads the records, what the ledger already knows about the events
+//! and reservations they mention ([`Known`]), and returns the [`Op`]s that bring the ledger's
+//! tables up to date. Changes to a row created in the same batch are folded into its insert,
+//! and repeated changes to an existing row into one update, so every op touches a row at most
+//! once and the result does not depend on how the log was cut into batches.
+//!
+//! Money is double entry. Each transaction is one log record and its lines sum to zero:
+//! - a booking moves the payment from `customer` to `event_revenue`, one revenue line per
+//!   section and price tier of the seats sold;
+//! - cancelling a booking moves its revenue (per section and tier again) to `refunds_payable`;
+//! - a payment given back without a booking (late and the seats were taken, a duplicate, a
+//!   wrong amount) moves it from `customer` straight to `refunds_payable`.
+//!
+//! So per event, the `event_revenue` lines sum to the bookings minus the cancelled bookings,
+//! and per section and tier to the price of the seats that are booked now.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::*;
+use uuid::Uuid;
+
+use crate::rows::*;
+
+/// What the projection needs to know about an event it did not schedule in the same batch.
+#[derive(Debug, Clone)]
+pub struct EventMeta {
+    pub organizer: OrganizerId,
+    pub currency: Currency,
+    pub layout: SeatLayout,
+}
+
+impl EventMeta {
+    pub fn new(organizer: OrganizerId, currency: Currency, map: SeatMap) -> Self {
+        Self {
+            organizer,
+            currency,
+            layout: SeatLayout::new(map),
+        }
+    }
+
+    /// A seat's section, tier and price, if the current map has it.
+    pub fn seat(&self, seat: &SeatId) -> Option<(SectionCode, TierCode, i64)> {
+        let index = self.layout.index_of(seat)?;
+        let span = self.layout.row_of(index);
+        let section = &self.layout.map().sections[span.section as usize];
+        let tier = section.rows[span.row as usize].tier.clone();
+        Some((section.code.clone(), tier, span.price))
+    }
+}
+
+/// What the ledger already holds that a batch may refer to.
+#[derive(Debug, Default)]
+pub struct Known {
+    pub events: HashMap<EventId, Arc<EventMeta>>,
+    /// The seats of reservations whose bookings may be cancelled in this batch.
+    pub reservation_seats: HashMap<ReservationId, Vec<SeatId>>,
+}
+
+/// What [`Known`] must hold for a batch: events not scheduled in the batch, and reservations
+/// whose booking the batch cancels without having reserved them.
+pub fn needs(records: &[Envelope], known: &Known) -> (Vec<EventId>, Vec<ReservationId>) {
+    let mut scheduled = BTreeSet::new();
+    let mut reserved = BTreeSet::new();
+    let mut events = BTreeSet::new();
+    let mut reservations = BTreeSet::new();
+    for env in records {
+        match &env.event {
+            Event::EventScheduled(e) => {
+                scheduled.insert(e.event_id);
+            }
+            Event::SeatsReserved(e) => {
+                reserved.insert(e.reservation_id);
+            }
+            Event::PaymentRefunded(e)
+                if e.reason == RefundReason::BookingCancelled && !reserved.contains(&e.reservation_id) =>
+            {
+                reservations.insert(e.reservation_id);
+            }
+            _ => {}
+        }
+        if !scheduled.contains(&env.event_id) && !known.events.contains_key(&env.event_id) {
+            events.insert(env.event_id);
+        }
+    }
+    (events.into_iter().collect(), reservations.into_iter().collect())
+}
+
+/// The result of projecting a batch.
+#[derive(Debug, Default)]
+pub struct Projected {
+    /// The row changes, in the order they must be written.
+    pub ops: Vec<Op>,
+    /// Events whose metadata the batch created or changed; the caller caches them once the
+    /// batch is committed.
+    pub events: Vec<(EventId, Arc<EventMeta>)>,
+    /// Records that referred to an event the ledger does not have (the domain never writes
+    /// these; they are skipped and counted).
+    pub orphans: usize,
+}
+
+type SeatKey = (Uuid, String);
+/// Where revenue was earned: a section and a price tier (none for an unpriced remainder).
+type Place = Option<(SectionCode, TierCode)>;
+/// One line of a money transaction: account, place, signed amount.
+type Line<'a> = (&'a str, Place, i64);
+
+#[derive(Default)]
+struct Fold {
+    metas: BTreeMap<EventId, Arc<EventMeta>>,
+    events_new: BTreeMap<Uuid, Vec<Val>>,
+    events_upd: BTreeMap<Uuid, Vec<Val>>,
+    seats_cleared: BTreeSet<Uuid>,
+    seats_new: BTreeMap<SeatKey, Vec<Val>>,
+    seats_upd: BTreeMap<SeatKey, Vec<Val>>,
+    res_new: BTreeMap<Uuid, Vec<Val>>,
+    res_upd: BTreeMap<Uuid, Vec<Val>>,
+    /// Seats of the reservations reserved in this batch.
+    res_seats: HashMap<ReservationId, Vec<SeatId>>,
+    bookings_new: BTreeMap<Uuid, Vec<Val>>,
+    bookings_upd: BTreeMap<Uuid, Vec<Val>>,
+    payments_new: BTreeMap<String, Vec<Val>>,
+    payments_upd: BTreeMap<String, Vec<Val>>,
+    refunds: Vec<Vec<Val>>,
+    money: Vec<Vec<Val>>,
+    history: Vec<Vec<Val>>,
+    orphans: usize,
+}
+
+fn set(row: &mut [Val], table: &Table, col: &str, v: impl Into<Val>) {
+    let i = table.cols.iter().position(|c| c.name == col).expect("known column");
+    row[i] = v.into();
+}
+
+fn join(seats: &[SeatId]) -> String {
+    seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn refund_reason(r: RefundReason) -> &'static str {
+    match r {
+        RefundReason::SeatsTaken => "seats_taken",
+        RefundReason::DuplicatePayment => "duplicate_payment",
+        RefundReason::AmountMismatch => "amount_mismatch",
+        RefundReason::BookingCancelled => "booking_cancelled",
+    }
+}
+
+/// Folds `records` (consecutive records of one partition) into row changes.
+pub fn project(records: &[Envelope], known: &Known) -> Projected {
+    let mut f = Fold::default();
+    for env in records {
+        f.record(env, known);
+    }
+    f.finish()
+}
+
+impl Fold {
+    fn meta(&self, event: &EventId, known: &Known) -> Option<Arc<EventMeta>> {
+        self.metas.get(event).or_else(|| known.events.get(event)).cloned()
+    }
+
+    fn record(&mut self, env: &Envelope, known: &Known) {
+        let at = env.time;
+        let eid = env.event_id.as_uuid();
+        if let Event::EventScheduled(e) = &env.event {
+            self.schedule(e, at);
+            return;
+        }
+        let Some(meta) = self.meta(&env.event_id, known) else {
+            self.orphans += 1;
+            return;
+        };
+        match &env.event {
+            Event::EventScheduled(_) => {}
+            Event::SeatMapChanged(e) => self.change_map(&meta, env.event_id, &e.seat_map, at),
+            Event::SeatsReserved(e) => {
+                let rid = e.reservation_id.as_uuid();
+                self.seats(&meta, eid, &e.seats, ("held", Some(rid)), rid, at, env.sequence, "held");
+                self.res_seats.insert(e.reservation_id, e.seats.clone());
+                self.res_new.insert(
+                    rid,
+                    vec![
+                        rid.into(),
+                        eid.into(),
+                        e.customer.as_str().into(),
+                        join(&e.seats).into(),
+                        (e.seats.len() as i64).into(),
+                        e.amount.amount.into(),
+                        e.amount.currency.as_str().into(),
+                        e.hold_until.into(),
+                        at.into(),
+                        "held".into(),
+                        at.into(),
+                    ],
+                );
+            }
+            Event::SeatsBooked(e) => {
+                let rid = e.reservation_id.as_uuid();
+                self.seats(
+                    &meta,
+                    eid,
+                    &e.seats,
+                    ("booked", Some(rid)),
+                    rid,
+                    at,
+                    env.sequence,
+                    "booked",
+                );
+                self.reservation_status(rid, "booked", at);
+                self.bookings_new.insert(
+                    rid,
+                    vec![
+                        rid.into(),
+                        eid.into(),
+                        e.customer.as_str().into(),
+                        join(&e.seats).into(),
+                        (e.seats.len() as i64).into(),
+                        e.payment.amount.amount.into(),
+                        e.payment.amount.currency.as_str().into(),
+                        e.payment.provider_event_id.as_str().into(),
+                        e.late.into(),
+                        at.into(),
+                        Val::Null,
+                    ],
+                );
+                self.payment(eid, rid, &e.payment, "booked", at, None);
+                // The customer pays; the revenue is earned per section and tier.
+                let lines = revenue_lines(&meta, &e.seats, e.payment.amount.amount);
+                let mut txn = vec![("customer", None, -e.payment.amount.amount)];
+                txn.extend(lines.into_iter().map(|(st, amount)| ("event_revenue", st, amount)));
+                self.money(env.id, eid, rid, "booking", &e.payment.amount, txn, at);
+            }
+            Event::SeatsReleased(e) => {
+                let rid = e.reservation_id.as_uuid();
+                let kind = e.reason.as_str();
+                self.seats(&meta, eid, &e.seats, ("available", None), rid, at, env.sequence, kind);
+                self.reservation_status(rid, kind, at);
+            }
+            Event::PaymentRefunded(e) => {
+                let rid = e.reservation_id.as_uuid();
+                let amount = e.payment.amount;
+                self.refunds.push(vec![
+                    e.payment.provider_event_id.as_str().into(),
+                    rid.into(),
+                    eid.into(),
+                    e.customer.as_str().into(),
+                    amount.amount.into(),
+                    amount.currency.as_str().into(),
+                    refund_reason(e.reason).into(),
+                    at.into(),
+                ]);
+                if e.reason == RefundReason::BookingCancelled {
+                    self.cancel_booking(rid, &e.payment.provider_event_id, at);
+                    let seats = self
+                        .res_seats
+                        .get(&e.reservation_id)
+                        .or_else(|| known.reservation_seats.get(&e.reservation_id))
+                        .cloned()
+                        .unwrap_or_default();
+                    let lines = revenue_lines(&meta, &seats, amount.amount);
+                    let mut txn: Vec<_> = lines.into_iter().map(|(st, a)| ("event_revenue", st, -a)).collect();
+                    txn.push(("refunds_payable", None, amount.amount));
+                    self.money(env.id, eid, rid, "refund", &amount, txn, at);
+                } else {
+                    self.payment(eid, rid, &e.payment, "refunded", at, Some(at));
+                    let txn = vec![
+                        ("customer", None, -amount.amount),
+                        ("refunds_payable", None, amount.amount),
+                    ];
+                    self.money(env.id, eid, rid, "refund", &amount, txn, at);
+                }
+            }
+            Event::PaymentFailed(e) => {
+                let rid = e.reservation_id.as_uuid();
+                self.payments_new.insert(
+                    e.provider_event_id.clone(),
+                    vec![
+                        e.provider_event_id.as_str().into(),
+                        e.payment_intent.as_str().into(),
+                        rid.into(),
+                        eid.into(),
+                        Val::Null,
+                        Val::Null,
+                        "failed".into(),
+                        at.into(),
+                        Val::Null,
+                        Val::opt(e.message.clone()),
+                    ],
+                );
+            }
+        }
+    }
+
+    fn schedule(&mut self, e: &EventScheduled, at: DateTime<Utc>) {
+        let eid = e.event_id.as_uuid();
+        if self.events_new.contains_key(&eid) {
+            return;
+        }
+        let map = serde_json::to_string(&e.seat_map).expect("seat maps serialise");
+        self.events_new.insert(
+            eid,
+            vec![
+                eid.into(),
+                e.organizer.as_str().into(),
+                e.title.as_str().into(),
+                e.artist.as_str().into(),
+                e.venue.as_str().into(),
+                e.city.as_str().into(),
+                e.starts_at.into(),
+                e.onsale_at.into(),
+                i64::from(e.hold_minutes.minutes()).into(),
+                i64::from(e.max_seats_per_order).into(),
+                e.currency.as_str().into(),
+                Val::Text(map),
+                at.into(),
+                at.into(),
+            ],
+        );
+        let meta = Arc::new(EventMeta::new(e.organizer.clone(), e.currency, e.seat_map.clone()));
+        self.add_seats(&meta, eid, at);
+        self.metas.insert(e.event_id, meta);
+    }
+
+    fn change_map(&mut self, old: &EventMeta, event: EventId, map: &SeatMap, at: DateTime<Utc>) {
+        let eid = event.as_uuid();
+        let json = serde_json::to_string(map).expect("seat maps serialise");
+        if let Some(row) = self.events_new.get_mut(&eid) {
+            set(row, &EVENTS, "seat_map", Val::Text(json));
+            set(row, &EVENTS, "seat_map_at", at);
+        } else {
+            self.events_upd
+                .insert(eid, vec![eid.into(), Val::Text(json), at.into()]);
+            self.seats_cleared.insert(eid);
+        }
+        self.seats_new.retain(|(e, _), _| *e != eid);
+        self.seats_upd.retain(|(e, _), _| *e != eid);
+        let meta = Arc::new(EventMeta::new(old.organizer.clone(), old.currency, map.clone()));
+        self.add_seats(&meta, eid, at);
+        self.metas.insert(event, meta);
+    }
+
+    fn add_seats(&mut self, meta: &EventMeta, eid: Uuid, at: DateTime<Utc>) {
+        let layout = &meta.layout;
+        for i in 0..layout.len() as u32 {
+            let seat = layout.seat_at(i);
+            let (section, tier, price) = meta.seat(&seat).expect("a laid-out seat is in its map");
+            let name = seat.to_string();
+            self.seats_new.insert(
+                (eid, name.clone()),
+                vec![
+                    eid.into(),
+                    name.into(),
+                    section.as_str().into(),
+                    seat.row.as_str().into(),
+                    i64::from(seat.number).into(),
+                    tier.as_str().into(),
+                    price.into(),
+                    "available".into(),
+                    Val::Null,
+                    at.into(),
+                ],
+            );
+        }
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "one seat change with its history row")]
+    fn seats(
+        &mut self,
+        meta: &EventMeta,
+        eid: Uuid,
+        seats: &[SeatId],
+        (state, reservation): (&str, Option<Uuid>),
+        rid: Uuid,
+        at: DateTime<Utc>,
+        sequence: u64,
+        kind: &str,
+    ) {
+        for seat in seats {
+            let Some((section, tier, price)) = meta.seat(seat) else {
+                self.orphans += 1;
+                continue;
+            };
+            let key = (eid, seat.to_string());
+            if let Some(row) = self.seats_new.get_mut(&key) {
+                set(row, &SEATS, "state", state);
+                set(row, &SEATS, "reservation_id", Val::opt(reservation));
+                set(row, &SEATS, "updated_at", at);
+            } else {
+                let row = vec![
+                    eid.into(),
+                    key.1.clone().into(),
+                    state.into(),
+                    Val::opt(reservation),
+                    at.into(),
+                ];
+                self.seats_upd.insert(key.clone(), row);
+            }
+            self.history.push(vec![
+                eid.into(),
+                (sequence as i64).into(),
+                key.1.into(),
+                kind.into(),
+                rid.into(),
+                section.as_str().into(),
+                tier.as_str().into(),
+                price.into(),
+                at.into(),
+            ]);
+        }
+    }
+
+    fn reservation_status(&mut self, rid: Uuid, status: &str, at: DateTime<Utc>) {
+        if let Some(row) = self.res_new.get_mut(&rid) {
+            set(row, &RESERVATIONS, "status", status);
+            set(row, &RESERVATIONS, "status_at", at);
+        } else {
+            self.res_upd.insert(rid, vec![rid.into(), status.into(), at.into()]);
+        }
+    }
+
+    fn cancel_booking(&mut self, rid: Uuid, provider_event_id: &str, at: DateTime<Utc>) {
+        if let Some(row) = self.bookings_new.get_mut(&rid) {
+            set(row, &BOOKINGS, "cancelled_at", at);
+        } else {
+            self.bookings_upd.insert(rid, vec![rid.into(), at.into()]);
+        }
+        if let Some(row) = self.payments_new.get_mut(provider_event_id) {
+            set(row, &PAYMENTS, "status", "refunded");
+            set(row, &PAYMENTS, "refunded_at", at);
+        } else {
+            self.payments_upd.insert(
+                provider_event_id.to_owned(),
+                vec![provider_event_id.into(), "refunded".into(), at.into()],
+            );
+        }
+    }
+
+    fn payment(
+        &mut self,
+        eid: Uuid,
+        rid: Uuid,
+        p: &Payment,
+        status: &str,
+        at: DateTime<Utc>,
+        refunded_at: Option<DateTime<Utc>>,
+    ) {
+        self.payments_new.insert(
+            p.provider_event_id.clone(),
+            vec![
+                p.provider_event_id.as_str().into(),
+                p.payment_intent.as_str().into(),
+                rid.into(),
+                eid.into(),
+                p.amount.amount.into(),
+                p.amount.currency.as_str().into(),
+                status.into(),
+                at.into(),
+                Val::opt(refunded_at),
+                Val::Null,
+            ],
+        );
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "one double-entry transaction")]
+    fn money(
+        &mut self,
+        txn: Uuid,
+        eid: Uuid,
+        rid: Uuid,
+        kind: &str,
+        money: &Money,
+        lines: Vec<Line<'_>>,
+        at: DateTime<Utc>,
+    ) {
+        for (line, (account, st, amount)) in lines.into_iter().enumerate() {
+            let (section, tier) = match st {
+                Some((s, t)) => (Val::text(s.as_str()), Val::text(t.as_str())),
+                None => (Val::Null, Val::Null),
+            };
+            self.money.push(vec![
+                txn.into(),
+                (line as i64).into(),
+                eid.into(),
+                rid.into(),
+                kind.into(),
+                account.into(),
+                section,
+                tier,
+                amount.into(),
+                money.currency.as_str().into(),
+                at.into(),
+            ]);
+        }
+    }
+
+    fn finish(self) -> Projected {
+        let mut ops = Vec::new();
+        let eid_col = SEATS.col("event_id");
+        ops.push(Op::Delete {
+            table: &SEATS,
+            col: eid_col,
+            values: self.seats_cleared.iter().map(|e| Val::Uuid(*e)).collect(),
+        });
+        ops.push(Op::Insert {
+            table: &EVENTS,
+            rows: self.events_new.into_values().collect(),
+        });
+        ops.push(update(
+            &EVENTS,
+            &["event_id"],
+            &["seat_map", "seat_map_at"],
+            self.events_upd.into_values().collect(),
+        ));
+        ops.push(Op::Insert {
+            table: &SEATS,
+            rows: self.seats_new.into_values().collect(),
+        });
+        ops.push(update(
+            &SEATS,
+            &["event_id", "seat"],
+            &["state", "reservation_id", "updated_at"],
+            self.seats_upd.into_values().collect(),
+        ));
+        ops.push(Op::Insert {
+            table: &RESERVATIONS,
+            rows: self.res_new.into_values().collect(),
+        });
+        ops.push(update(
+            &RESERVATIONS,
+            &["reservation_id"],
+            &["status", "status_at"],
+            self.res_upd.into_values().collect(),
+        ));
+        ops.push(Op::Insert {
+            table: &BOOKINGS,
+            rows: self.bookings_new.into_values().collect(),
+        });
+        ops.push(update(
+            &BOOKINGS,
+            &["reservation_id"],
+            &["cancelled_at"],
+            self.bookings_upd.into_values().collect(),
+        ));
+        ops.push(Op::Insert {
+            table: &PAYMENTS,
+            rows: self.payments_new.into_values().collect(),
+        });
+        ops.push(update(
+            &PAYMENTS,
+            &["provider_event_id"],
+            &["status", "refunded_at"],
+            self.payments_upd.into_values().collect(),
+        ));
+        ops.push(Op::Insert {
+            table: &REFUNDS,
+            rows: self.refunds,
+        });
+        ops.push(Op::Insert {
+            table: &MONEY_ENTRIES,
+            rows: self.money,
+        });
+        ops.push(Op::Insert {
+            table: &SEAT_HISTORY,
+            rows: self.history,
+        });
+        ops.retain(|op| !op.is_empty());
+        Projected {
+            ops,
+            events: self.metas.into_iter().collect(),
+            orphans: self.orphans,
+        }
+    }
+}
+
+/// Splits `amount` over the sections and tiers of `seats` by their prices. Any difference
+/// between the amount and the seat prices (there is none for amounts the domain computed) goes
+/// on a line without a section, so the transaction still balances.
+fn revenue_lines(meta: &EventMeta, seats: &[SeatId], amount: i64) -> Vec<(Place, i64)> {
+    let mut by: BTreeMap<(SectionCode, TierCode), i64> = BTreeMap::new();
+    for seat in seats {
+        if let Some((section, tier, price)) = meta.seat(seat) {
+            *by.entry((section, tier)).or_default() += price;
+        }
+    }
+    let priced: i64 = by.values().sum();
+    let mut lines: Vec<_> = by.into_iter().map(|(k, v)| (Some(k), v)).collect();
+    if priced != amount {
+        lines.push((None, amount - priced));
+    }
+    lines
+}

@@ -1,0 +1,386 @@
+//! The projector: follows the journal and keeps a ledger up to date, exactly once.
+//!
+//! For each partition it reads from the position stored in the ledger, decodes a batch of
+//! records, folds them with [`projection::project`] and has the ledger write the rows and the
+//! new position in one transaction. If the ledger refuses a batch because it does not start at
+//! the stored position (another writer, a promoted rebuild), the projector reloads the
+//! position and carries on from there; it never skips a record it could not decode.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use frontrow_journal::{Batch as JournalBatch, Journal, JournalError};
+use frontrow_schema::{Currency, Envelope, EventId, OrganizerId, SeatId, decode};
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+
+use crate::LedgerError;
+use crate::ledger::{Batch, Ledger};
+use crate::projection::{self, EventMeta, Known};
+
+/// Why projecting stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectorError {
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// A record that is not a readable envelope: the projector stops rather than skip it.
+    #[error("record {partition}:{offset} cannot be decoded: {reason}")]
+    Undecodable {
+        partition: u32,
+        offset: u64,
+        reason: String,
+    },
+    /// The journal returned records out of order or outside the range it reported.
+    #[error("journal returned offset {got} where at least {expected} was expected in partition {partition}")]
+    Gap { partition: u32, expected: u64, got: u64 },
+}
+
+/// Projects journal records into one ledger. Holds a cache of event seat maps.
+pub struct Projector {
+    journal: Arc<dyn Journal>,
+    ledger: Arc<dyn Ledger>,
+    batch: usize,
+    events: HashMap<EventId, Arc<EventMeta>>,
+}
+
+impl Projector {
+    pub fn new(journal: Arc<dyn Journal>, ledger: Arc<dyn Ledger>, batch: usize) -> Self {
+        Self {
+            journal,
+            ledger,
+            batch: batch.max(1),
+            events: HashMap::new(),
+        }
+    }
+
+    pub fn ledger(&self) -> &Arc<dyn Ledger> {
+        &self.ledger
+    }
+
+    /// Projects what one journal read returned (records at offsets from `from` on, and where
+    /// the next read continues) as one batch, and returns that next offset.
+    pub async fn apply(
+        &mut self,
+        partition: u32,
+        from: u64,
+        read: &JournalBatch,
+        crash_before_commit: bool,
+    ) -> Result<u64, ProjectorError> {
+        let mut envelopes = Vec::with_capacity(read.records.len());
+        let mut expected = from;
+        for r in &read.records {
+            if r.offset < expected || r.offset >= read.next {
+                return Err(ProjectorError::Gap {
+                    partition,
+                    expected,
+                    got: r.offset,
+                });
+            }
+            expected = r.offset + 1;
+            envelopes.push(decode(&r.value).map_err(|e| ProjectorError::Undecodable {
+                partition,
+                offset: r.offset,
+                reason: e.to_string(),
+            })?);
+        }
+        let to = read.next.max(from);
+        let result = self.write(partition, from, to, &envelopes, crash_before_commit).await;
+        if result.is_err() {
+            // What the cache learnt from a batch that did not commit may be ahead of the ledger.
+            self.events.clear();
+        }
+        result.map(|()| to)
+    }
+
+    async fn write(
+        &mut self,
+        partition: u32,
+        from: u64,
+        to: u64,
+        envelopes: &[Envelope],
+        crash_before_commit: bool,
+    ) -> Result<(), ProjectorError> {
+        let mut known = Known {
+            events: std::mem::take(&mut self.events),
+            ..Known::default()
+        };
+        let (events, reservations) = projection::needs(envelopes, &known);
+        if !events.is_empty() || !reservations.is_empty() {
+            let lookup = self.ledger.lookup(&events, &reservations).await;
+            let lookup = match lookup {
+                Ok(l) => l,
+                Err(e) => {
+                    self.events = known.events;
+                    return Err(e.into());
+                }
+            };
+            for (id, organizer, currency, map) in lookup.events {
+                let parsed = (
+                    OrganizerId::parse(&organizer),
+                    Currency::parse(&currency),
+                    serde_json::from_str(&map),
+                );
+                let (Ok(organizer), Ok(currency), Ok(map)) = parsed else {
+                    return Err(LedgerError::Corrupt(format!("event {id} in the ledger")).into());
+                };
+                known
+                    .events
+                    .insert(id, Arc::new(EventMeta::new(organizer, currency, map)));
+            }
+            for (id, seats) in lookup.reservations {
+                let seats: Result<Vec<SeatId>, _> = seats.split(',').map(str::parse).collect();
+                let seats = seats.map_err(|_| LedgerError::Corrupt(format!("seats of reservation {id}")))?;
+                known.reservation_seats.insert(id, seats);
+            }
+        }
+        let projected = projection::project(envelopes, &known);
+        if projected.orphans > 0 {
+            warn!(
+                partition,
+                from,
+                orphans = projected.orphans,
+                "records about unknown events or seats skipped"
+            );
+        }
+        let batch = Batch {
+            partition,
+            from,
+            to,
+            ops: projected.ops,
+            crash_before_commit,
+        };
+        let written = self.ledger.write(&batch).await;
+        self.events = known.events;
+        written?;
+        self.events.extend(projected.events);
+        debug!(partition, from, to, "ledger batch committed");
+        Ok(())
+    }
+
+    /// Projects every partition up to the journal's end as it is now. Returns how many
+    /// records were applied.
+    pub async fn catch_up(&mut self) -> Result<u64, ProjectorError> {
+        let mut applied = 0;
+        for partition in 0..self.journal.partitions() {
+            applied += self.catch_up_partition(partition).await?;
+        }
+        Ok(applied)
+    }
+
+    /// Projects one partition up to the journal's end as it is now.
+    pub async fn catch_up_partition(&mut self, partition: u32) -> Result<u64, ProjectorError> {
+        let end = self.journal.end_offset(partition).await?;
+        let mut next = self.stored(partition).await?;
+        let mut applied = 0;
+        while next < end {
+            let want = self.batch.min((end - next) as usize);
+            let read = self.journal.read(partition, next, want).await?;
+            if read.records.is_empty() && read.next <= next {
+                break;
+            }
+            next = self.apply(partition, next, &read, false).await?;
+            applied += read.records.len() as u64;
+        }
+        Ok(applied)
+    }
+
+    /// Follows one partition until `stop` turns true (or the journal goes away). Transient
+    /// failures are logged and retried; the position is always the ledger's.
+    pub async fn follow(&mut self, partition: u32, mut stop: watch::Receiver<bool>) -> Result<(), ProjectorError> {
+        let mut end = self.journal.watch(partition)?;
+        let mut next = self.stored(partition).await?;
+        loop {
+            if *stop.borrow() {
+                return Ok(());
+            }
+            if *end.borrow_and_update() <= next {
+                tokio::select! {
+                    changed = end.changed() => if changed.is_err() { return Ok(()) },
+                    _ = stop.changed() => {}
+                }
+                continue;
+            }
+            let step = async {
+                let read = self.journal.read(partition, next, self.batch).await?;
+                if read.records.is_empty() && read.next <= next {
+                    // The end is ahead but nothing is readable yet: wait a little.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    return Ok(next);
+                }
+                self.apply(partition, next, &read, false).await
+            };
+            match step.await {
+                Ok(to) => next = to,
+                Err(ProjectorError::Ledger(LedgerError::OutOfOrder { stored, .. })) => {
+                    info!(
+                        partition,
+                        from = next,
+                        stored,
+                        "ledger position moved; resuming from it"
+                    );
+                    next = stored;
+                }
+                Err(e @ (ProjectorError::Undecodable { .. } | ProjectorError::Gap { .. })) => {
+                    warn!(partition, offset = next, error = %e, "projector stopped on a record it cannot apply");
+                    return Err(e);
+                }
+                Err(e) => {
+                    warn!(partition, offset = next, error = %e, "projector batch failed; retrying");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        _ = stop.changed() => {}
+                    }
+                    next = match self.stored(partition).await {
+                        Ok(n) => n,
+                        Err(_) => next,
+                    };
+                }
+            }
+        }
+    }
+
+    async fn stored(&self, partition: u32) -> Result<u64, LedgerError> {
+        Ok(self.ledger.positions().await?.get(&partition).copied().unwrap_or(0))
+    }
+}
+
+/// Runs the projector on every partition of `journal` into `ledger` until `shutdown`
+/// resolves; each partition finishes the batch it is writing before returning.
+pub async fn run(
+    journal: Arc<dyn Journal>,
+    ledger: Arc<dyn Ledger>,
+    batch: usize,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ProjectorError> {
+    let (stop_tx, stop) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    for partition in 0..journal.partitions() {
+        let mut projector = Projector::new(journal.clone(), ledger.clone(), batch);
+        let stop = stop.clone();
+        tasks.spawn(async move { projector.follow(partition, stop).await });
+    }
+    info!(ledger = %ledger.describe(), partitions = journal.partitions(), "ledger projector started");
+    shutdown.await;
+    let _ = stop_tx.send(true);
+    let mut result = Ok(());
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(Err(e)) => result = Err(e),
+            Err(e) => warn!(error = %e, "projector task ended abnormally"),
+            Ok(Ok(())) => {}
+        }
+    }
+    info!("ledger projector stopped");
+    result
+}
+
+/// A projector running in the background; [`ProjectorHandle::stop`] ends it cleanly.
+pub struct ProjectorHandle {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), ProjectorError>>,
+}
+
+impl ProjectorHandle {
+    /// Asks every partition to finish the batch it is writing, and waits for them.
+    pub async fn stop(mut self) -> Result<(), ProjectorError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) => {
+                warn!(error = %e, "ledger projector task ended abnormally");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Starts [`run`] on a task of its own.
+pub fn spawn(journal: Arc<dyn Journal>, ledger: Arc<dyn Ledger>, batch: usize) -> ProjectorHandle {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(journal, ledger, batch, async move {
+        let _ = stopped.await;
+    }));
+    ProjectorHandle { stop: Some(stop), task }
+}
+
+/// What a rebuild did.
+#[derive(Debug, Clone)]
+pub struct RebuildReport {
+    /// The promoted generation.
+    pub generation: String,
+    pub records: u64,
+    pub elapsed: Duration,
+    /// Stored positions of the new generation when it was promoted.
+    pub positions: BTreeMap<u32, u64>,
+}
+
+impl RebuildReport {
+    pub fn records_per_second(&self) -> f64 {
+        self.records as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Catches `ledger` up on every partition, several partitions at once when the ledger takes
+/// concurrent writers.
+async fn replay(journal: &Arc<dyn Journal>, ledger: &Arc<dyn Ledger>, batch: usize) -> Result<u64, ProjectorError> {
+    let lanes = ledger.concurrent_writers().max(1) as u32;
+    let mut tasks = tokio::task::JoinSet::new();
+    for lane in 0..lanes {
+        let mut projector = Projector::new(journal.clone(), ledger.clone(), batch);
+        let partitions = journal.partitions();
+        tasks.spawn(async move {
+            let mut applied = 0;
+            for partition in (lane..partitions).step_by(lanes as usize) {
+                applied += projector.catch_up_partition(partition).await?;
+            }
+            Ok::<_, ProjectorError>(applied)
+        });
+    }
+    let mut applied = 0;
+    while let Some(joined) = tasks.join_next().await {
+        applied += joined.map_err(|e| LedgerError::Config(format!("replay task failed: {e}")))??;
+    }
+    Ok(applied)
+}
+
+/// Replays the whole journal into a fresh generation of `serving` while `serving` keeps
+/// answering (and its projector keeps writing), then promotes the new generation. A running
+/// projector notices the switch at its next batch and continues from the new positions.
+pub async fn rebuild(
+    journal: Arc<dyn Journal>,
+    serving: &dyn Ledger,
+    batch: usize,
+) -> Result<RebuildReport, ProjectorError> {
+    let started = Instant::now();
+    let next = serving.next_generation().await?;
+    info!(generation = %next.generation(), "ledger rebuild started");
+    let mut records = 0;
+    // The second pass takes what arrived during the long first one, so the live projector
+    // has little left to do after the switch.
+    for _ in 0..2 {
+        records += replay(&journal, &next, batch).await?;
+    }
+    let positions = next.positions().await?;
+    let generation = next.generation();
+    drop(next);
+    serving.promote(&generation).await?;
+    let report = RebuildReport {
+        generation,
+        records,
+        elapsed: started.elapsed(),
+        positions,
+    };
+    info!(
+        records = report.records,
+        seconds = report.elapsed.as_secs_f64(),
+        per_second = report.records_per_second() as u64,
+        "ledger rebuilt and promoted"
+    );
+    Ok(report)
+}

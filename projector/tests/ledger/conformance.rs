@@ -1,0 +1,330 @@
+//! The one test suite every [`Ledger`] implementation passes.
+//!
+//! An implementation provides a [`Harness`] that opens a fresh, empty ledger per name; the
+//! [`ledger_conformance!`] macro generates one `#[tokio::test]` per case.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use frontrow_command::domain::{ReservationStatus, SeatState};
+use frontrow_journal::{Journal, SqliteJournal};
+use frontrow_projector::{Batch, Ledger, LedgerError, LedgerReads, Projector, ProjectorError};
+use frontrow_schema::{CustomerId, EventId, ReleaseReason};
+
+use crate::generate::Generator;
+
+/// Opens ledgers for the suite.
+#[async_trait]
+pub trait Harness: Send + Sync {
+    /// A new, empty ledger of this implementation, unique to `name`.
+    async fn ledger(&self, name: &str) -> Arc<dyn Ledger>;
+}
+
+/// A journal in a temporary directory, filled by the domain.
+pub async fn generated(partitions: u32, events: usize, commands: usize, seed: u64) -> (tempfile::TempDir, Generator) {
+    let dir = tempfile::tempdir().unwrap();
+    let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.path().join("journal.db"), partitions).unwrap());
+    let mut g = Generator::new(journal, events, 4, 12, seed).await;
+    g.step(commands).await;
+    (dir, g)
+}
+
+async fn ends(journal: &dyn Journal) -> BTreeMap<u32, u64> {
+    let mut ends = BTreeMap::new();
+    for p in 0..journal.partitions() {
+        let end = journal.end_offset(p).await.unwrap();
+        if end > 0 {
+            ends.insert(p, end);
+        }
+    }
+    ends
+}
+
+/// The projected ledger says what the domain says: seat states, revenue, bookings.
+pub async fn projects_a_generated_log(h: &dyn Harness) {
+    let (_dir, g) = generated(3, 5, 1500, 1).await;
+    let ledger = h.ledger("projects_a_generated_log").await;
+    let mut projector = Projector::new(g.journal.clone(), ledger.clone(), 97);
+    assert_eq!(projector.catch_up().await.unwrap(), g.records);
+    assert_eq!(ledger.positions().await.unwrap(), ends(g.journal.as_ref()).await);
+
+    let mut kinds = BTreeMap::<&str, usize>::new();
+    for state in g.states() {
+        let sales = ledger
+            .event_sales(state.event_id())
+            .await
+            .unwrap()
+            .expect("event in the ledger");
+        let t = &sales.total;
+        assert_eq!(t.seats as usize, state.seats.len());
+        assert_eq!(t.available_now as u32, state.counts.available);
+        assert_eq!(t.held_now as u32, state.counts.held);
+        assert_eq!(t.booked_now as u32, state.counts.booked);
+        let revenue: i64 = state
+            .reservations
+            .values()
+            .filter(|r| r.status == ReservationStatus::Booked)
+            .map(|r| r.amount.amount)
+            .sum();
+        assert_eq!(t.revenue, revenue, "net revenue of {}", state.event_id());
+        for line in &sales.lines {
+            assert_eq!(line.revenue, line.booked_value, "revenue of section {:?}", line.section);
+        }
+        for r in state.reservations.values() {
+            let k = match r.status {
+                ReservationStatus::Held => "held",
+                ReservationStatus::Booked => "booked",
+                ReservationStatus::Released(ReleaseReason::Expired) => "expired",
+                ReservationStatus::Released(ReleaseReason::Refunded) => "refunded",
+                ReservationStatus::Released(_) => "released",
+            };
+            *kinds.entry(k).or_default() += 1;
+        }
+        // Every seat's state, and one seat's whole history.
+        for (i, s) in state.seats.iter().enumerate().step_by(7) {
+            let seat = state.layout.seat_at(i as u32);
+            let h = ledger.seat_history(state.event_id(), &seat).await.unwrap().unwrap();
+            let want = match s {
+                SeatState::Available => "available",
+                SeatState::Held(_) => "held",
+                SeatState::Booked(_) => "booked",
+            };
+            assert_eq!(h.state, want, "{seat}");
+            if let SeatState::Held(r) | SeatState::Booked(r) = s {
+                assert_eq!(h.history.last().unwrap().reservation_id, r.as_uuid());
+            }
+            assert!(h.history.windows(2).all(|w| w[0].sequence < w[1].sequence));
+        }
+    }
+    // The generated log exercises every outcome.
+    for k in ["held", "booked", "expired", "refunded", "released"] {
+        assert!(
+            kinds.get(k).copied().unwrap_or(0) > 0,
+            "no {k} reservation in {kinds:?}"
+        );
+    }
+    // A customer's bookings are the domain's booked and cancelled reservations.
+    let fan = CustomerId::parse("fan3").unwrap();
+    let mine = ledger.customer_bookings(&fan).await.unwrap();
+    let want = g
+        .states()
+        .flat_map(|s| s.reservations.values())
+        .filter(|r| r.customer == fan && r.payment.is_some())
+        .count();
+    assert_eq!(mine.len(), want);
+    assert!(mine.windows(2).all(|w| w[0].booked_at >= w[1].booked_at));
+}
+
+/// Money reconciles: every transaction balances; per event, revenue is bookings minus
+/// cancelled bookings; refunds payable are the refunds; each booking has exactly one payment.
+pub async fn money_reconciles(h: &dyn Harness) {
+    let (_dir, g) = generated(2, 4, 1200, 2).await;
+    let ledger = h.ledger("money_reconciles").await;
+    Projector::new(g.journal.clone(), ledger.clone(), 64)
+        .catch_up()
+        .await
+        .unwrap();
+    let audit = ledger.audit().await.unwrap();
+    assert_eq!(audit.len(), 4);
+    let mut refunds = 0;
+    for a in &audit {
+        assert_eq!(a.revenue, a.bookings - a.cancelled, "{a:?}");
+        assert_eq!(a.refunds_payable, a.refunds, "{a:?}");
+        assert_eq!(a.balance, 0, "{a:?}");
+        assert_eq!(a.unbalanced_transactions, 0, "{a:?}");
+        assert_eq!(a.bookings_without_one_payment, 0, "{a:?}");
+        let state = g.states().find(|s| s.event_id().as_uuid() == a.event_id).unwrap();
+        let paid: i64 = state
+            .reservations
+            .values()
+            .filter_map(|r| r.payment.as_ref())
+            .map(|p| p.amount.amount)
+            .sum();
+        assert_eq!(a.bookings, paid, "bookings of {}", a.event_id);
+        let refunded: i64 = state
+            .reservations
+            .values()
+            .flat_map(|r| &r.refunds)
+            .map(|(p, _)| p.amount.amount)
+            .sum();
+        assert_eq!(a.refunds, refunded);
+        refunds += a.refunds;
+    }
+    assert!(refunds > 0, "the log has refunds");
+}
+
+/// A projector killed in the middle of a batch and restarted leaves the ledger equal, row for
+/// row, to a fresh replay; so do different batch sizes.
+pub async fn crash_mid_batch_then_restart_equals_fresh_replay(h: &dyn Harness) {
+    let (_dir, g) = generated(2, 3, 800, 3).await;
+    let crashed = h.ledger("crash_restarted").await;
+    {
+        let mut p = Projector::new(g.journal.clone(), crashed.clone(), 50);
+        for _ in 0..3 {
+            let read = g
+                .journal
+                .read(0, crashed.positions().await.unwrap().get(&0).copied().unwrap_or(0), 50);
+            let read = read.await.unwrap();
+            let from = crashed.positions().await.unwrap().get(&0).copied().unwrap_or(0);
+            p.apply(0, from, &read, false).await.unwrap();
+        }
+        let from = crashed.positions().await.unwrap()[&0];
+        let read = g.journal.read(0, from, 50).await.unwrap();
+        let before = crashed.dump().await.unwrap();
+        let err = p.apply(0, from, &read, true).await.unwrap_err();
+        assert!(
+            matches!(err, ProjectorError::Ledger(LedgerError::InjectedCrash)),
+            "{err}"
+        );
+        assert_eq!(
+            crashed.dump().await.unwrap(),
+            before,
+            "nothing of the abandoned batch is visible"
+        );
+        // The process dies here; its projector and caches with it.
+    }
+    // More deaths at arbitrary points: the projector's future is dropped wherever it is,
+    // mid-transaction included, and a new one starts from what the ledger holds.
+    let want_positions = ends(g.journal.as_ref()).await;
+    for attempt in 0u64..200 {
+        if crashed.positions().await.unwrap() == want_positions {
+            break;
+        }
+        let mut p = Projector::new(g.journal.clone(), crashed.clone(), 50);
+        let _ = tokio::time::timeout(Duration::from_millis(1 + attempt % 7), p.catch_up()).await;
+    }
+    let mut restarted = Projector::new(g.journal.clone(), crashed.clone(), 50);
+    restarted.catch_up().await.unwrap();
+
+    let fresh = h.ledger("crash_fresh").await;
+    Projector::new(g.journal.clone(), fresh.clone(), 1000)
+        .catch_up()
+        .await
+        .unwrap();
+    let small = h.ledger("crash_small_batches").await;
+    Projector::new(g.journal.clone(), small.clone(), 7)
+        .catch_up()
+        .await
+        .unwrap();
+    let want = fresh.dump().await.unwrap();
+    assert!(want["money_entries"].len() > 10 && want["seat_history"].len() > 100);
+    assert_eq!(crashed.dump().await.unwrap(), want);
+    assert_eq!(small.dump().await.unwrap(), want);
+}
+
+/// A batch that does not start where the last one ended is refused and writes nothing.
+pub async fn refuses_out_of_order_batches(h: &dyn Harness) {
+    let (_dir, g) = generated(1, 2, 200, 4).await;
+    let ledger = h.ledger("refuses_out_of_order_batches").await;
+    let mut p = Projector::new(g.journal.clone(), ledger.clone(), 40);
+    let first = g.journal.read(0, 0, 40).await.unwrap();
+    let at = p.apply(0, 0, &first, false).await.unwrap();
+    let before = ledger.dump().await.unwrap();
+    // Replaying the same batch, skipping ahead, or going back: all refused.
+    for from in [0, at + 1, at - 1] {
+        let read = g.journal.read(0, from, 40).await.unwrap();
+        let err = p.apply(0, from, &read, false).await.unwrap_err();
+        assert!(
+            matches!(err, ProjectorError::Ledger(LedgerError::OutOfOrder { stored, batch_from, .. }) if stored == at && batch_from == from),
+            "{err}"
+        );
+    }
+    let empty = Batch {
+        partition: 0,
+        from: at + 5,
+        to: at + 6,
+        ops: vec![],
+        crash_before_commit: false,
+    };
+    assert!(matches!(
+        ledger.write(&empty).await,
+        Err(LedgerError::OutOfOrder { .. })
+    ));
+    assert_eq!(ledger.dump().await.unwrap(), before);
+    // The right batch is accepted.
+    let next = g.journal.read(0, at, 40).await.unwrap();
+    p.apply(0, at, &next, false).await.unwrap();
+}
+
+/// A rebuild while the fans keep writing and the live projector keeps projecting: once the
+/// live projector has caught up, the switched ledger equals a fresh replay of everything.
+pub async fn rebuild_while_writes_continue(h: &dyn Harness) {
+    let (_dir, mut g) = generated(3, 4, 600, 5).await;
+    let serving = h.ledger("rebuild_serving").await;
+    let journal = g.journal.clone();
+    let live = frontrow_projector::spawn(journal.clone(), serving.clone(), 64);
+    let (promoted_tx, promoted) = tokio::sync::oneshot::channel::<()>();
+    let writer = tokio::spawn(async move {
+        // Fans keep buying while the rebuild replays...
+        for _ in 0..10 {
+            g.step(40).await;
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        // ...and after it is promoted.
+        let _ = promoted.await;
+        for _ in 0..5 {
+            g.step(40).await;
+        }
+        g
+    });
+    let sales_before = serving.event_sales(first_event(serving.as_ref()).await).await.unwrap();
+    assert!(sales_before.is_some(), "the serving ledger answers during the rebuild");
+    let before = serving.generation();
+    let report = frontrow_projector::rebuild(journal.clone(), serving.as_ref(), 50)
+        .await
+        .unwrap();
+    assert!(report.records > 0);
+    assert_ne!(report.generation, before);
+    promoted_tx.send(()).unwrap();
+    let g = writer.await.unwrap();
+    let want = ends(journal.as_ref()).await;
+    let mut waited = 0;
+    while serving.positions().await.unwrap() != want {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+        assert!(waited < 600, "live projector did not catch up after the rebuild");
+    }
+    live.stop().await.unwrap();
+
+    let fresh = h.ledger("rebuild_fresh").await;
+    Projector::new(journal.clone(), fresh.clone(), 500)
+        .catch_up()
+        .await
+        .unwrap();
+    assert_eq!(serving.dump().await.unwrap(), fresh.dump().await.unwrap());
+    assert_eq!(fresh.audit().await.unwrap().len(), g.states().count());
+}
+
+async fn first_event(ledger: &dyn Ledger) -> EventId {
+    for _ in 0..200 {
+        if let Some(a) = ledger.audit().await.unwrap().first() {
+            return EventId::from_uuid(a.event_id);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the live projector wrote nothing")
+}
+
+/// Generates one test per conformance case for a harness expression; attributes given after
+/// it (e.g. `#[ignore = "needs postgres"]`) go on every generated test.
+#[macro_export]
+macro_rules! ledger_conformance {
+    ($harness:expr $(, #[$attr:meta])* $(,)?) => {
+        $crate::ledger_conformance!(@cases [$(#[$attr])*] $harness;
+            projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
+            refuses_out_of_order_batches, rebuild_while_writes_continue);
+    };
+    (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
+        $( $crate::ledger_conformance!(@one $attrs $harness; $case); )*
+    };
+    (@one [$($attr:tt)*] $harness:expr; $case:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $($attr)*
+        async fn $case() {
+            let harness = $harness;
+            $crate::conformance::$case(&harness).await;
+        }
+    };
+}

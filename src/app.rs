@@ -24,6 +24,7 @@ use frontrow_command::writer::{CommandError, Meta, Request, WriterConfig, Writer
 use frontrow_http::Problem;
 use frontrow_http::auth::Auth;
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, SqliteJournal};
+use frontrow_projector::{Ledger, ProjectorHandle};
 use frontrow_query::{Catalog, QueryApi};
 use frontrow_schema::OrganizerId;
 use frontrow_search::{OpenSearchIndex, SearchIndex, TantivyIndex};
@@ -32,7 +33,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tracing::info;
+use tracing::{info, warn};
 use utoipa::OpenApi;
 
 use crate::sample;
@@ -147,6 +148,14 @@ pub fn open_search(settings: &Settings) -> anyhow::Result<Arc<dyn SearchIndex>> 
     })
 }
 
+/// Opens the ledger: PostgreSQL when `database_url` is set, else SQLite in the data directory.
+pub async fn open_ledger(settings: &Settings) -> anyhow::Result<Arc<dyn Ledger>> {
+    let url = settings.database_url.as_ref().map(|u| u.expose_secret().to_owned());
+    frontrow_projector::open(url.as_deref(), &settings.ledger_schema, &settings.data_dir)
+        .await
+        .context("opening the ledger")
+}
+
 /// Which sides a process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -157,7 +166,7 @@ pub enum Role {
     Command,
     /// The availability maps and the read API, including search (`frontrow query`).
     Query,
-    /// The projectors alone: the search index (`frontrow projector`).
+    /// The projectors alone: the ledger and the search index (`frontrow projector`).
     Projector,
 }
 
@@ -170,6 +179,9 @@ pub struct App {
     pub catalog: Option<Arc<Catalog>>,
     /// The search index this process serves or projects into.
     pub search: Option<Arc<dyn SearchIndex>>,
+    /// The ledger this process serves or projects into.
+    pub ledger: Option<Arc<dyn Ledger>>,
+    ledger_projector: Option<ProjectorHandle>,
     pub auth: Arc<Auth>,
     pub clock: Arc<dyn Clock>,
     membership: Option<Membership>,
@@ -250,6 +262,26 @@ impl App {
                 .context("starting the search projector")?;
             query_tasks.extend(tasks);
         }
+        let ledger = if role == Role::Command {
+            None
+        } else {
+            Some(open_ledger(&settings).await?)
+        };
+        // Same rule as search: an embedded ledger is projected by the node that has it; a shared
+        // PostgreSQL ledger by `frontrow projector` (or `serve`).
+        let projects_ledger = match role {
+            Role::All | Role::Projector => true,
+            Role::Query => settings.database_url.is_none(),
+            Role::Command => false,
+        };
+        let ledger_projector = match (&ledger, projects_ledger) {
+            (Some(ledger), true) => Some(frontrow_projector::spawn(
+                journal.clone(),
+                ledger.clone(),
+                settings.projector_batch,
+            )),
+            _ => None,
+        };
         let organizers = secrets
             .organizers
             .iter()
@@ -264,6 +296,8 @@ impl App {
             writers,
             catalog,
             search,
+            ledger,
+            ledger_projector,
             auth,
             clock,
             membership,
@@ -336,6 +370,9 @@ impl App {
         if let (Some(search), true) = (&self.search, self.role != Role::Projector) {
             router = router.merge(frontrow_search::router(search.clone()));
         }
+        if let (Some(ledger), true) = (&self.ledger, self.role != Role::Projector) {
+            router = router.merge(frontrow_projector::router(ledger.clone()));
+        }
         router
             .merge(
                 Router::new()
@@ -373,6 +410,7 @@ impl App {
             writers,
             membership,
             query_tasks,
+            ledger_projector,
             ..
         } = self;
         info!(%addr, "listening");
@@ -382,6 +420,13 @@ impl App {
         }
         if let Some(writers) = writers {
             writers.shutdown().await;
+        }
+        // The ledger projector finishes its batch and stores its position; the search projector
+        // and the query node keep nothing that a restart would not rebuild.
+        if let Some(projector) = ledger_projector
+            && let Err(e) = projector.stop().await
+        {
+            warn!(error = %e, "ledger projector ended with an error");
         }
         for task in query_tasks {
             task.abort();
@@ -403,6 +448,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     let mut doc = CommandApi::openapi();
     doc.merge(QueryApi::openapi());
     doc.merge(frontrow_search::SearchApi::openapi());
+    doc.merge(frontrow_projector::LedgerApi::openapi());
     doc.merge(OpsApi::openapi());
     doc.info.title = "FrontRow".into();
     doc.info.description = Some("Ticket booking for onsales everyone wants at once.".into());

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use frontrow::app::{App, Role, Secrets, demo_organizer_key, open_journal, open_search, openapi_document};
+use frontrow::app::{App, Role, Secrets, demo_organizer_key, open_journal, open_ledger, open_search, openapi_document};
 use frontrow::sample::SAMPLE_EVENT_ID;
 use frontrow::settings::Settings;
 use frontrow_command::clock::SystemClock;
@@ -93,6 +93,8 @@ enum ProjectorAction {
 enum Projection {
     /// The search index (a new versioned index, then the alias swap).
     Search,
+    /// The ledger (a new schema or file generation, then the switch).
+    Ledger,
 }
 
 fn settings(cli: &Cli) -> anyhow::Result<Settings> {
@@ -188,6 +190,17 @@ async fn main() -> anyhow::Result<()> {
             }
             let journal = open_journal(&settings).await?;
             match projection {
+                Projection::Ledger => {
+                    let ledger = open_ledger(&settings).await?;
+                    let r = frontrow_projector::rebuild(journal, ledger.as_ref(), 5000).await?;
+                    println!(
+                        "ledger rebuilt: {} records into {} in {:.1}s ({:.0} events/s)",
+                        r.records,
+                        r.generation,
+                        r.elapsed.as_secs_f64(),
+                        r.records_per_second()
+                    );
+                }
                 Projection::Search => {
                     let rebuilt = frontrow_search::projector::rebuild(open_search(&settings)?, journal).await?;
                     println!(

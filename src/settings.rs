@@ -55,6 +55,13 @@ pub struct Settings {
     pub opensearch_url: String,
     /// The alias the search index is served under (versioned indexes behind it).
     pub search_alias: String,
+    /// PostgreSQL URL of the ledger; without one the ledger is SQLite in `<data_dir>/ledger`.
+    #[serde(serialize_with = "hide")]
+    pub database_url: Option<SecretString>,
+    /// The PostgreSQL schema the serving ledger lives in.
+    pub ledger_schema: String,
+    /// Most events the ledger projector applies in one transaction.
+    pub projector_batch: usize,
 }
 
 fn hide<S: serde::Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
@@ -93,6 +100,9 @@ impl Default for Settings {
             search: "tantivy".into(),
             opensearch_url: "http://127.0.0.1:9200".into(),
             search_alias: frontrow_search::DEFAULT_ALIAS.into(),
+            database_url: None,
+            ledger_schema: "ledger".into(),
+            projector_batch: 1000,
         }
     }
 }
@@ -116,6 +126,9 @@ const KEYS: &[&str] = &[
     "search",
     "opensearch_url",
     "search_alias",
+    "database_url",
+    "ledger_schema",
+    "projector_batch",
 ];
 
 impl Settings {
@@ -172,7 +185,7 @@ mod tests {
     fn other_frontrow_variables_are_left_alone() {
         figment::Jail::expect_with(|jail| {
             jail.set_env("FRONTROW_SERVICES_DIR", "/somewhere");
-            jail.set_env("FRONTROW_DATABASE_URL", "postgres://x");
+            jail.set_env("FRONTROW_KAFKA_PORT", "9999");
             jail.set_env("FRONTROW_PARTITIONS", "3");
             let s = Settings::load(None).map_err(|e| e.to_string())?;
             assert_eq!(s.partitions, 3);

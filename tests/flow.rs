@@ -663,6 +663,8 @@ async fn health_ready_and_openapi() {
         "/events/{event_id}/availability",
         "/webhooks/payments",
         "/search",
+        "/me/bookings",
+        "/events/{event_id}/sales",
     ] {
         assert!(
             doc["paths"].get(path).is_some(),
@@ -720,5 +722,101 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
     let res = app.client.get(app.url("/search?q=")).send().await.unwrap();
     assert_eq!(res.status(), 400);
     assert_eq!(res.headers()["content-type"], "application/problem+json");
+    app.stop().await;
+}
+
+/// Polls a GET until `check` accepts the JSON answer (the ledger projector runs behind the log).
+async fn get_until(app: &TestApp, path: &str, auth: (&str, &str), check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let res = app
+            .client
+            .get(app.url(path))
+            .header(auth.0, auth.1)
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 200 {
+            last = res.json().await.unwrap();
+            if check(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{path} never satisfied the check; last answer: {last}");
+}
+
+#[tokio::test]
+async fn the_ledger_follows_the_flow_bookings_sales_and_seat_history() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let held: Value = app
+        .reserve_seats("alice", event, &["A-1-1", "A-1-2"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = held["reservation_id"].as_str().unwrap();
+    let paid = app.payment_event("payment_intent.succeeded", "evt_ledger", event, rid, 20000);
+    assert_eq!(
+        app.webhook(&paid).await.json::<Value>().await.unwrap()["outcome"],
+        "booked"
+    );
+    let expired: Value = app.reserve_seats("bob", event, &["B-1-1"]).await.json().await.unwrap();
+    app.clock.advance(Duration::minutes(11));
+    let path = format!(
+        "/events/{event}/reservations/{}",
+        expired["reservation_id"].as_str().unwrap()
+    );
+    for _ in 0..100 {
+        let r: Value = app.get_as("bob", &path).await.json().await.unwrap();
+        if r["status"] == "expired" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    let alice = format!("Bearer {}", app.token("alice"));
+    let mine = get_until(&app, "/me/bookings", ("authorization", &alice), |v| {
+        v["bookings"].as_array().is_some_and(|b| !b.is_empty())
+    })
+    .await;
+    assert_eq!(mine["bookings"][0]["reservation_id"], rid);
+    assert_eq!(mine["bookings"][0]["amount"], 20000);
+
+    let sales_path = format!("/events/{event}/sales");
+    let sales = get_until(&app, &sales_path, ("x-api-key", ORGANIZER_KEY), |v| {
+        v["total"]["expired"] == 1
+    })
+    .await;
+    assert_eq!(sales["total"]["booked"], 2);
+    assert_eq!(sales["total"]["revenue"], 20000);
+    assert_eq!(sales["total"]["revenue"], sales["total"]["booked_value"]);
+    // Another organizer does not see these sales.
+    let res = app
+        .client
+        .get(app.url(&sales_path))
+        .header("x-api-key", OTHER_ORGANIZER_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+
+    let history = get_until(
+        &app,
+        &format!("/events/{event}/seats/B-1-1/history"),
+        ("x-api-key", ORGANIZER_KEY),
+        |v| v["history"].as_array().is_some_and(|h| h.len() == 2),
+    )
+    .await;
+    let kinds: Vec<&str> = history["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["held", "expired"]);
+    assert_eq!(history["state"], "available");
     app.stop().await;
 }

@@ -210,6 +210,7 @@ impl App {
         let config = WriterConfig {
             mailbox: settings.mailbox,
             batch: settings.batch,
+            snapshot_every: settings.snapshot_every,
         };
         let (writers, membership) = match role {
             Role::All => {

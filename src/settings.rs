@@ -29,6 +29,8 @@ pub struct Settings {
     pub mailbox: usize,
     /// Most commands decided and appended in one group commit.
     pub batch: usize,
+    /// Records between two snapshots of a partition writer's state (0: never).
+    pub snapshot_every: u64,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
     /// Secret that signs customer bearer tokens (HS256). Generated into the data directory
@@ -89,6 +91,7 @@ impl Default for Settings {
             journal: "sqlite".into(),
             mailbox: 4096,
             batch: 1024,
+            snapshot_every: 50_000,
             max_body_bytes: 1 << 20,
             token_secret: None,
             webhook_secret: None,
@@ -115,6 +118,7 @@ const KEYS: &[&str] = &[
     "journal",
     "mailbox",
     "batch",
+    "snapshot_every",
     "max_body_bytes",
     "token_secret",
     "webhook_secret",

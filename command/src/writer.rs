@@ -92,6 +92,9 @@ pub struct WriterConfig {
     pub mailbox: usize,
     /// Most requests decided and appended in one group commit.
     pub batch: usize,
+    /// Store a snapshot of the partition's state after this many new records (0: never), so a
+    /// restart replays only the tail of the log. One is also stored at a graceful stop.
+    pub snapshot_every: u64,
 }
 
 impl Default for WriterConfig {
@@ -99,6 +102,7 @@ impl Default for WriterConfig {
         Self {
             mailbox: 4096,
             batch: 1024,
+            snapshot_every: 50_000,
         }
     }
 }
@@ -176,6 +180,9 @@ impl Writers {
             batch: inner.config.batch.max(1),
             needs_restore: false,
             fenced: false,
+            since_snapshot: 0,
+            snapshot_every: inner.config.snapshot_every,
+            saving: None,
         };
         writer.restore().await?;
         let task = tokio::spawn(writer.run());
@@ -278,6 +285,25 @@ struct Writer {
     needs_restore: bool,
     /// Another node claimed the partition: this writer must not write again.
     fenced: bool,
+    /// Records written since the last snapshot, and the snapshot interval (0: never).
+    since_snapshot: u64,
+    snapshot_every: u64,
+    /// The snapshot being stored in the background, if any.
+    saving: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// The format of a partition snapshot's current version.
+const SNAPSHOT_VERSION: u32 = 1;
+
+/// A partition's state as of `last`: restoring it and reading on from `next` equals a replay.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PartitionSnapshot {
+    version: u32,
+    /// The offset of the last record the state includes.
+    last: Option<Offset>,
+    /// Where reading continues after the snapshot.
+    next: Offset,
+    events: Vec<crate::domain::EventSnapshot>,
 }
 
 /// A decided request waiting for its batch to be durable.
@@ -303,11 +329,46 @@ impl Writer {
         self.events.clear();
         self.deadlines.clear();
         self.last = None;
+        self.since_snapshot = 0;
         let end = self.journal.end_offset(self.partition).await?;
         let mut from = 0;
+        let snapshot = self.journal.load_snapshot(self.partition).await?;
+        match snapshot.map(|bytes| serde_json::from_slice::<PartitionSnapshot>(&bytes)) {
+            // A snapshot past the end of the log belongs to another log (a recreated topic).
+            Some(Ok(snapshot)) if snapshot.next > end => {
+                warn!(
+                    partition = self.partition,
+                    next = snapshot.next,
+                    end,
+                    "snapshot ahead of the log ignored"
+                )
+            }
+            Some(Ok(snapshot)) if snapshot.version == SNAPSHOT_VERSION => {
+                from = snapshot.next;
+                self.last = snapshot.last;
+                for event in snapshot.events {
+                    let state = EventState::from_snapshot(event);
+                    for r in state
+                        .reservations
+                        .values()
+                        .filter(|r| r.status == ReservationStatus::Held)
+                    {
+                        self.deadlines.push(Reverse((r.hold_until, state.event_id(), r.id)));
+                    }
+                    self.events.insert(state.event_id(), state);
+                }
+                info!(partition = self.partition, next = from, "snapshot loaded");
+            }
+            Some(Ok(_)) => warn!(partition = self.partition, "snapshot of another version ignored"),
+            // A snapshot is only a shortcut: without a readable one, replay the whole log.
+            Some(Err(e)) => warn!(partition = self.partition, error = %e, "unreadable snapshot ignored"),
+            None => {}
+        }
         while from < end {
             let batch = self.journal.read(self.partition, from, 10_000).await?;
             from = from.max(batch.next);
+            // What is replayed after the snapshot counts towards the next one.
+            self.since_snapshot += batch.records.len() as u64;
             for record in &batch.records {
                 self.last = Some(record.offset);
                 match decode(&record.value) {
@@ -367,6 +428,13 @@ impl Writer {
                 }
             }
         }
+        // A graceful stop leaves a fresh snapshot, so the next start replays nothing.
+        if !self.fenced && self.since_snapshot > 0 && self.snapshot_every > 0 {
+            self.snapshot();
+        }
+        if let Some(saving) = self.saving.take() {
+            let _ = saving.await;
+        }
         info!(partition = self.partition, "writer stopped");
     }
 
@@ -398,6 +466,34 @@ impl Writer {
         if !batch.is_empty() {
             self.process(batch).await;
         }
+    }
+
+    /// Stores a snapshot of the partition's current (durable) state in the background; skipped
+    /// while the previous one is still being stored.
+    fn snapshot(&mut self) {
+        if self.saving.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let Some(last) = self.last else { return };
+        let snapshot = PartitionSnapshot {
+            version: SNAPSHOT_VERSION,
+            last: Some(last),
+            next: last + 1,
+            events: self.events.values().map(EventState::snapshot).collect(),
+        };
+        let bytes = match serde_json::to_vec(&snapshot) {
+            Ok(bytes) => bytes,
+            Err(e) => return warn!(partition = self.partition, error = %e, "snapshot not serialisable"),
+        };
+        self.since_snapshot = 0;
+        let (journal, partition) = (self.journal.clone(), self.partition);
+        self.saving = Some(tokio::spawn(async move {
+            let size = bytes.len();
+            match journal.save_snapshot(partition, bytes).await {
+                Ok(()) => info!(partition, last, size, "snapshot stored"),
+                Err(e) => warn!(partition, error = %e, "snapshot not stored"),
+            }
+        }));
     }
 
     /// Answers requests whose batch could not be recorded. A fenced writer has lost the
@@ -464,6 +560,10 @@ impl Writer {
             match self.journal.append(self.partition, records).await {
                 Ok(offsets) => {
                     self.last = offsets.last().copied().or(self.last);
+                    self.since_snapshot += offsets.len() as u64;
+                    if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
+                        self.snapshot();
+                    }
                     offsets
                 }
                 Err(e) => {

@@ -219,6 +219,19 @@ pub async fn appends_survive_reopen(h: &dyn Harness) {
     assert!(after[0] > first[1]);
 }
 
+/// The latest snapshot of a partition replaces the previous one and survives a reopen.
+pub async fn snapshots_replace_and_survive_reopen(h: &dyn Harness) {
+    let j = h.open("snapshots_replace_and_survive_reopen", 2).await;
+    assert_eq!(j.load_snapshot(0).await.unwrap(), None);
+    j.save_snapshot(0, b"first".to_vec()).await.unwrap();
+    j.save_snapshot(0, b"second".to_vec()).await.unwrap();
+    j.save_snapshot(1, vec![7u8; 200_000]).await.unwrap();
+    drop(j);
+    let j = h.open("snapshots_replace_and_survive_reopen", 2).await;
+    assert_eq!(j.load_snapshot(0).await.unwrap(), Some(b"second".to_vec()));
+    assert_eq!(j.load_snapshot(1).await.unwrap(), Some(vec![7u8; 200_000]));
+}
+
 /// Generates one test per conformance case for a harness expression; attributes given after it
 /// (e.g. `journal_conformance!(harness(), #[ignore = "needs kafka"])`) go on every test.
 #[macro_export]
@@ -227,7 +240,8 @@ macro_rules! journal_conformance {
         $crate::journal_conformance!(@cases [$(#[$attr])*] $harness;
             append_then_read, partitions_are_independent, read_from_offset_with_limit,
             empty_batches_and_bad_partitions, followers_see_new_appends,
-            concurrent_appends_stay_atomic, appends_survive_reopen);
+            concurrent_appends_stay_atomic, appends_survive_reopen,
+            snapshots_replace_and_survive_reopen);
     };
     (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
         $( $crate::journal_conformance!(@one $attrs $harness; $case); )*

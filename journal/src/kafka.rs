@@ -75,7 +75,14 @@ struct Inner {
     /// reader told to read up to this end waits for them.
     meta: BaseConsumer,
     ends: Vec<watch::Sender<Offset>>,
+    /// Writes snapshots to `<topic>.snapshots` (not transactional: a snapshot is a cache).
+    snapshots: FutureProducer,
 }
+
+/// Largest snapshot the snapshot topic accepts, compressed (lz4 shrinks the JSON several times).
+const MAX_SNAPSHOT_BYTES: usize = 100 << 20;
+/// Largest snapshot before compression (librdkafka's ceiling).
+const MAX_SNAPSHOT_RAW_BYTES: usize = 1_000_000_000;
 
 struct Reader {
     consumer: BaseConsumer,
@@ -141,6 +148,27 @@ impl KafkaJournal {
                 Err((name, code)) => return Err(JournalError::Storage(format!("creating topic {name}: {code}"))),
             }
         }
+        let snapshots_name = snapshot_topic(&settings.topic);
+        let snapshots_topic = NewTopic::new(&snapshots_name, 1, TopicReplication::Fixed(settings.replication))
+            .set("cleanup.policy", "compact")
+            .set("max.message.bytes", "104857600");
+        for result in admin
+            .create_topics([&snapshots_topic], &options)
+            .await
+            .map_err(kafka_err)?
+        {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((name, code)) => return Err(JournalError::Storage(format!("creating topic {name}: {code}"))),
+            }
+        }
+        let snapshots: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &settings.brokers)
+            .set("acks", "all")
+            .set("compression.type", "lz4")
+            .set("message.max.bytes", MAX_SNAPSHOT_RAW_BYTES.to_string())
+            .create()
+            .map_err(kafka_err)?;
         let meta = consumer(&settings.brokers, "read_uncommitted")?;
         let found = {
             let (meta_topic, brokers) = (settings.topic.clone(), settings.brokers.clone());
@@ -182,6 +210,7 @@ impl KafkaJournal {
             readers,
             meta,
             ends: (0..settings.partitions).map(|_| watch::Sender::new(0)).collect(),
+            snapshots,
             settings,
         });
         for p in 0..inner.settings.partitions {
@@ -195,6 +224,10 @@ impl KafkaJournal {
     pub fn settings(&self) -> &KafkaSettings {
         &self.inner.settings
     }
+}
+
+fn snapshot_topic(topic: &str) -> String {
+    format!("{topic}.snapshots")
 }
 
 /// Keeps every partition's end offset current for watchers, until the journal is dropped.
@@ -278,6 +311,50 @@ impl Inner {
 
     async fn forget_producer(&self, partition: u32) {
         self.producers[partition as usize].lock().await.take();
+    }
+
+    /// The newest snapshot of `partition`: reads the (compacted) snapshot topic to its end.
+    fn load_snapshot_blocking(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
+        let topic = snapshot_topic(&self.settings.topic);
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.settings.brokers)
+            .set("group.id", "frontrow-snapshot-reader")
+            .set("enable.auto.commit", "false")
+            .set("fetch.message.max.bytes", MAX_SNAPSHOT_BYTES.to_string())
+            .set(
+                "receive.message.max.bytes",
+                (MAX_SNAPSHOT_BYTES + (1 << 20)).to_string(),
+            )
+            .create()
+            .map_err(kafka_err)?;
+        let (_, high) = c.fetch_watermarks(&topic, 0, CALL_TIMEOUT).map_err(kafka_err)?;
+        if high <= 0 {
+            return Ok(None);
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&topic, 0, KafkaOffset::Beginning)
+            .map_err(kafka_err)?;
+        c.assign(&tpl).map_err(kafka_err)?;
+        let key = partition.to_string();
+        let mut latest = None;
+        let deadline = Instant::now() + CALL_TIMEOUT * 3;
+        loop {
+            match c.poll(Duration::from_millis(500)) {
+                Some(Ok(m)) => {
+                    if m.key() == Some(key.as_bytes()) {
+                        latest = m.payload().map(<[u8]>::to_vec);
+                    }
+                    if m.offset() + 1 >= high {
+                        return Ok(latest);
+                    }
+                }
+                Some(Err(e)) => return Err(kafka_err(e)),
+                None if Instant::now() > deadline => {
+                    return Err(JournalError::Storage("timed out reading the snapshot topic".into()));
+                }
+                None => {}
+            }
+        }
     }
 
     fn read_blocking(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
@@ -406,6 +483,27 @@ impl Journal for KafkaJournal {
     async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError> {
         self.inner.check(partition)?;
         self.inner.clone().high_watermark(partition).await
+    }
+
+    async fn save_snapshot(&self, partition: u32, snapshot: Vec<u8>) -> Result<(), JournalError> {
+        self.inner.check(partition)?;
+        let topic = snapshot_topic(&self.inner.settings.topic);
+        let key = partition.to_string();
+        let record = FutureRecord::to(&topic).partition(0).key(&key).payload(&snapshot);
+        self.inner
+            .snapshots
+            .send(record, CALL_TIMEOUT)
+            .await
+            .map(|_| ())
+            .map_err(|(e, _)| kafka_err(e))
+    }
+
+    async fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.load_snapshot_blocking(partition))
+            .await
+            .map_err(|e| JournalError::Storage(e.to_string()))?
     }
 
     fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError> {

@@ -121,6 +121,20 @@ pub trait Journal: Send + Sync + 'static {
     /// and continues until `next >= end_offset` has seen everything appended before this call.
     async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError>;
 
+    /// Stores the latest snapshot of `partition`'s state: opaque bytes from the partition's
+    /// writer, replacing the previous one. A snapshot only shortens a restore; losing one costs
+    /// a longer replay, never correctness.
+    async fn save_snapshot(&self, partition: u32, snapshot: Vec<u8>) -> Result<(), JournalError> {
+        let _ = (partition, snapshot);
+        Ok(())
+    }
+
+    /// The latest snapshot stored for `partition`, if any.
+    async fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
+        let _ = partition;
+        Ok(None)
+    }
+
     /// A receiver of `partition`'s end offset, updated after durable appends.
     fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError>;
 }

@@ -49,6 +49,7 @@ impl SqliteJournal {
              PRAGMA synchronous = FULL;
              PRAGMA busy_timeout = 5000;
              CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS journal_snapshots (partition INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS journal (
                  partition INTEGER NOT NULL,
                  offset    INTEGER NOT NULL,
@@ -179,8 +180,50 @@ impl Inner {
     }
 }
 
+impl Inner {
+    fn save_snapshot(&self, partition: u32, bytes: Vec<u8>) -> Result<(), JournalError> {
+        let w = self.writer.lock().map_err(storage)?;
+        w.conn
+            .execute(
+                "INSERT INTO journal_snapshots (partition, bytes) VALUES (?1, ?2)
+                 ON CONFLICT (partition) DO UPDATE SET bytes = excluded.bytes",
+                params![partition, bytes],
+            )
+            .map_err(storage)?;
+        Ok(())
+    }
+
+    fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
+        let conn = self.reader.lock().map_err(storage)?;
+        let mut stmt = conn
+            .prepare_cached("SELECT bytes FROM journal_snapshots WHERE partition = ?1")
+            .map_err(storage)?;
+        let mut rows = stmt.query(params![partition]).map_err(storage)?;
+        match rows.next().map_err(storage)? {
+            Some(row) => Ok(Some(row.get(0).map_err(storage)?)),
+            None => Ok(None),
+        }
+    }
+}
+
 #[async_trait]
 impl Journal for SqliteJournal {
+    async fn save_snapshot(&self, partition: u32, snapshot: Vec<u8>) -> Result<(), JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.save_snapshot(partition, snapshot))
+            .await
+            .map_err(storage)?
+    }
+
+    async fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.load_snapshot(partition))
+            .await
+            .map_err(storage)?
+    }
+
     fn partitions(&self) -> u32 {
         self.inner.partitions
     }

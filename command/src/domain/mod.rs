@@ -9,7 +9,7 @@ mod decide;
 mod state;
 
 pub use decide::{Command, MAX_SEATS_PER_ORDER, MAX_TEXT, Rejection, SeatSelection, decide};
-pub use state::{Counts, EventState, Reservation, ReservationStatus, SeatState};
+pub use state::{Counts, EventSnapshot, EventState, Reservation, ReservationStatus, SeatState};
 
 use frontrow_schema::Event;
 

@@ -18,7 +18,8 @@ pub enum SeatState {
 }
 
 /// Where one reservation is in its life cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ReservationStatus {
     /// Holding its seats until `hold_until`.
     Held,
@@ -28,7 +29,7 @@ pub enum ReservationStatus {
     Released(ReleaseReason),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reservation {
     pub id: ReservationId,
     pub customer: CustomerId,
@@ -73,7 +74,57 @@ pub struct EventState {
     pub counts: Counts,
 }
 
+/// Everything of an [`EventState`] that cannot be derived from the rest: what a snapshot
+/// stores. Seat states, counts and idempotency keys follow from the reservations.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EventSnapshot {
+    pub info: EventScheduled,
+    pub schedule_key: Option<String>,
+    pub sequence: u64,
+    pub reservations: Vec<Reservation>,
+    pub payments_seen: Vec<String>,
+}
+
 impl EventState {
+    /// What a snapshot keeps of this state.
+    pub fn snapshot(&self) -> EventSnapshot {
+        let mut reservations: Vec<Reservation> = self.reservations.values().cloned().collect();
+        reservations.sort_by_key(|r| r.id);
+        let mut payments_seen: Vec<String> = self.payments_seen.iter().cloned().collect();
+        payments_seen.sort();
+        EventSnapshot {
+            info: self.info.clone(),
+            schedule_key: self.schedule_key.clone(),
+            sequence: self.sequence,
+            reservations,
+            payments_seen,
+        }
+    }
+
+    /// The state a snapshot was taken of.
+    pub fn from_snapshot(snapshot: EventSnapshot) -> Self {
+        let mut state = Self::scheduled(snapshot.info, snapshot.schedule_key);
+        state.sequence = snapshot.sequence;
+        state.payments_seen = snapshot.payments_seen.into_iter().collect();
+        for r in snapshot.reservations {
+            let seat = match r.status {
+                ReservationStatus::Held => Some(SeatState::Held(r.id)),
+                ReservationStatus::Booked => Some(SeatState::Booked(r.id)),
+                ReservationStatus::Released(_) => None,
+            };
+            if let Some(seat) = seat {
+                for &i in &r.seats {
+                    state.set_seat(i, seat);
+                }
+            }
+            if let Some(key) = &r.idempotency_key {
+                state.idempotency.insert((r.customer.clone(), key.clone()), r.id);
+            }
+            state.reservations.insert(r.id, r);
+        }
+        state
+    }
+
     /// The state right after `EventScheduled`.
     pub fn scheduled(info: EventScheduled, idempotency_key: Option<String>) -> Self {
         let layout = SeatLayout::new(info.seat_map.clone());

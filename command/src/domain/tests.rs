@@ -1500,6 +1500,16 @@ fn check_replay(state: &EventState, log: &[(Event, Option<String>)]) {
     assert_eq!(replayed.idempotency, state.idempotency);
     assert_eq!(replayed.payments_seen, state.payments_seen);
     assert_eq!(replayed.sequence, state.sequence);
+    // A snapshot, stored as JSON and read back, restores the same state as the replay.
+    let json = serde_json::to_vec(&state.snapshot()).unwrap();
+    let restored = EventState::from_snapshot(serde_json::from_slice(&json).unwrap());
+    assert_eq!(restored.seats, state.seats);
+    assert_eq!(restored.counts, state.counts);
+    assert_eq!(restored.reservations, state.reservations);
+    assert_eq!(restored.idempotency, state.idempotency);
+    assert_eq!(restored.payments_seen, state.payments_seen);
+    assert_eq!(restored.sequence, state.sequence);
+    assert_eq!(restored.info, state.info);
 }
 
 proptest! {

@@ -23,7 +23,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
+use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset as KafkaOffset, TopicPartitionList};
 use tokio::sync::watch;
@@ -228,6 +228,53 @@ impl KafkaJournal {
 
 fn snapshot_topic(topic: &str) -> String {
     format!("{topic}.snapshots")
+}
+
+/// The CloudEvents context attributes of a structured-mode event, if the value is one.
+#[derive(serde::Deserialize)]
+struct Attributes<'a> {
+    #[serde(borrow)]
+    specversion: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    source: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, rename = "type")]
+    ty: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    subject: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    time: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Kafka headers for a record: the CloudEvents Kafka binding's, when the value is a CloudEvent.
+fn cloudevents_headers(value: &[u8]) -> OwnedHeaders {
+    let Ok(attrs) = serde_json::from_slice::<Attributes<'_>>(value) else {
+        return OwnedHeaders::new();
+    };
+    if attrs.specversion.is_none() || attrs.id.is_none() {
+        return OwnedHeaders::new();
+    }
+    let mut headers = OwnedHeaders::new().insert(Header {
+        key: "content-type",
+        value: Some("application/cloudevents+json; charset=UTF-8"),
+    });
+    for (key, value) in [
+        ("ce_specversion", &attrs.specversion),
+        ("ce_id", &attrs.id),
+        ("ce_source", &attrs.source),
+        ("ce_type", &attrs.ty),
+        ("ce_subject", &attrs.subject),
+        ("ce_time", &attrs.time),
+    ] {
+        if let Some(v) = value {
+            headers = headers.insert(Header {
+                key,
+                value: Some(v.as_ref()),
+            });
+        }
+    }
+    headers
 }
 
 /// Keeps every partition's end offset current for watchers, until the journal is dropped.
@@ -435,7 +482,8 @@ impl Journal for KafkaJournal {
             let future_record = FutureRecord::to(topic)
                 .partition(partition as i32)
                 .key(&record.key[..])
-                .payload(&record.value[..]);
+                .payload(&record.value[..])
+                .headers(cloudevents_headers(&record.value));
             match producer.send_result(future_record) {
                 Ok(delivery) => deliveries.push(delivery),
                 Err((e, _)) => {

@@ -91,3 +91,61 @@ async fn an_existing_topic_must_have_the_configured_partitions() {
         })
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn cloudevents_travel_with_their_attributes_as_headers() {
+    use rdkafka::Message;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::message::Headers;
+
+    let topic = format!("frontrow.test.headers.{}", uuid::Uuid::new_v4().simple());
+    let journal = connect(&topic, 1).await;
+    let event = br#"{"specversion":"1.0","id":"e-1","source":"/frontrow/events/x","type":"frontrow.seats.reserved","subject":"x","time":"2026-03-01T10:00:00Z","data":{}}"#;
+    journal
+        .append(
+            0,
+            vec![
+                Record {
+                    key: b"x".to_vec(),
+                    value: event.to_vec(),
+                },
+                rec("not a cloudevent"),
+            ],
+        )
+        .await
+        .unwrap();
+
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .set("group.id", "frontrow-test-headers")
+        .set("isolation.level", "read_committed")
+        .create()
+        .unwrap();
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset(&topic, 0, rdkafka::Offset::Beginning).unwrap();
+    consumer.assign(&tpl).unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let m = consumer
+            .poll(std::time::Duration::from_secs(10))
+            .expect("a record")
+            .unwrap();
+        let headers: Vec<(String, String)> = m
+            .headers()
+            .map(|h| {
+                h.iter()
+                    .map(|h| (h.key.to_owned(), String::from_utf8_lossy(h.value.unwrap()).into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        seen.push(headers);
+    }
+    let get = |key: &str| seen[0].iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    assert_eq!(get("content-type"), Some("application/cloudevents+json; charset=UTF-8"));
+    assert_eq!(get("ce_id"), Some("e-1"));
+    assert_eq!(get("ce_type"), Some("frontrow.seats.reserved"));
+    assert_eq!(get("ce_specversion"), Some("1.0"));
+    assert_eq!(get("ce_subject"), Some("x"));
+    assert!(seen[1].is_empty(), "a value that is not a CloudEvent gets no headers");
+}

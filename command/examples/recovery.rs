@@ -57,6 +57,8 @@ async fn generate(journal: &dyn Journal, total: usize) {
     let mut state: Option<EventState> = None;
     let mut event_id = EventId::new();
     let mut n = 0u64;
+    // Consecutive reserves that found no two adjacent seats: the arena is as full as it gets.
+    let mut misses = 0;
     let push =
         |state: &mut Option<EventState>, event_id: EventId, command: Command, records: &mut Vec<Record>| -> usize {
             let Ok(events) = domain::decide(state.as_ref(), event_id, &command, now) else {
@@ -84,7 +86,8 @@ async fn generate(journal: &dyn Journal, total: usize) {
             count
         };
     while written + records.len() < total {
-        if state.as_ref().is_none_or(|s| s.counts.available < 2) {
+        if misses > 50 || state.as_ref().is_none_or(|s| s.counts.available < 2) {
+            misses = 0;
             state = None;
             event_id = EventId::new();
             let info = EventScheduled {
@@ -115,8 +118,10 @@ async fn generate(journal: &dyn Journal, total: usize) {
             idempotency_key: format!("k{n}"),
         };
         if push(&mut state, event_id, reserve, &mut records) == 0 {
+            misses += 1;
             continue;
         }
+        misses = 0;
         let next = if rng.random_bool(0.3) {
             let amount = Money {
                 amount: 11800,

@@ -123,19 +123,22 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         .parse()
         .unwrap();
 
-    // Wait until the group has settled: both nodes reach the event's writer (a 404 for an
-    // unknown reservation comes from the owner's writer, a 503 means no owner yet).
-    for base in [&a.base, &b.base] {
+    // Wait until the group has settled: through both nodes, a reserve of a seat that does not
+    // exist reaches a writer that knows the event (422 unknown seat; nothing is written), where a
+    // missing owner answers 503 and a stale one would say the event does not exist.
+    for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
         let res = until_served(
             || {
                 client
-                    .get(format!("{base}/events/{event}/reservations/{}", uuid::Uuid::now_v7()))
+                    .post(format!("{base}/events/{event}/reservations"))
                     .bearer_auth(token("probe"))
+                    .header("idempotency-key", format!("probe-{n}"))
+                    .json(&json!({"seats": ["A-9-9"]}))
             },
             Duration::from_secs(60),
         )
         .await;
-        assert_eq!(res.status(), 404);
+        assert_eq!(res.status(), 422, "{}", res.text().await.unwrap());
     }
 
     // 400 fans race through both nodes for 100 seats.

@@ -14,6 +14,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -128,6 +129,12 @@ struct WritersInner {
     config: WriterConfig,
     mailboxes: Vec<std::sync::RwLock<Option<mpsc::Sender<Msg>>>>,
     tasks: std::sync::Mutex<HashMap<u32, tokio::task::JoinHandle<()>>>,
+    /// Bumped by every release, so an acquire that was still restoring knows it lost the race.
+    generations: Vec<std::sync::atomic::AtomicU64>,
+    /// Partitions this process is meant to serve (acquired and not released since).
+    assigned: Vec<std::sync::atomic::AtomicBool>,
+    /// A re-acquire after fencing is under way.
+    reacquiring: Vec<std::sync::atomic::AtomicBool>,
 }
 
 impl Writers {
@@ -138,6 +145,9 @@ impl Writers {
             .collect();
         Self {
             inner: Arc::new(WritersInner {
+                generations: (0..journal.partitions()).map(|_| Default::default()).collect(),
+                assigned: (0..journal.partitions()).map(|_| Default::default()).collect(),
+                reacquiring: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 journal,
                 clock,
                 config,
@@ -184,11 +194,21 @@ impl Writers {
             snapshot_every: inner.config.snapshot_every,
             saving: None,
         };
+        let generation = inner.generations[partition as usize].load(Ordering::SeqCst);
+        inner.assigned[partition as usize].store(true, Ordering::SeqCst);
         writer.restore().await?;
-        let task = tokio::spawn(writer.run());
-        *inner.mailboxes[partition as usize]
+        let mut mailbox = inner.mailboxes[partition as usize]
             .write()
-            .unwrap_or_else(|e| e.into_inner()) = Some(tx);
+            .unwrap_or_else(|e| e.into_inner());
+        // Released (revoked) while restoring: another node may own the partition by now, and this
+        // state may already be stale. Serving it would answer reads and refusals from the past.
+        if inner.generations[partition as usize].load(Ordering::SeqCst) != generation {
+            info!(partition, "partition released while restoring; not serving it");
+            return Ok(());
+        }
+        let task = tokio::spawn(writer.run());
+        *mailbox = Some(tx);
+        drop(mailbox);
         if let Some(old) = inner
             .tasks
             .lock()
@@ -203,6 +223,8 @@ impl Writers {
     /// Stops serving `partition`: new requests are refused, the writer finishes the batch in
     /// hand (appended and answered) and exits.
     pub async fn release(&self, partition: u32) {
+        self.inner.assigned[partition as usize].store(false, Ordering::SeqCst);
+        self.inner.generations[partition as usize].fetch_add(1, Ordering::SeqCst);
         self.inner.mailboxes[partition as usize]
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -240,6 +262,32 @@ impl Writers {
         self.inner.mailboxes.len() as u32
     }
 
+    /// A writer stopped because it was fenced while this process is still meant to own the
+    /// partition (a late claim from an acquire that lost a rebalance race): take it back.
+    fn reacquire_if_assigned(&self, partition: u32) {
+        let inner = &self.inner;
+        if !inner.assigned[partition as usize].load(Ordering::SeqCst)
+            || inner.reacquiring[partition as usize].swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let writers = self.clone();
+        tokio::spawn(async move {
+            warn!(
+                partition,
+                "writer was fenced while assigned here; acquiring the partition again"
+            );
+            writers.inner.mailboxes[partition as usize]
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Err(e) = writers.acquire(partition).await {
+                warn!(partition, error = %e, "could not acquire the partition again");
+            }
+            writers.inner.reacquiring[partition as usize].store(false, Ordering::SeqCst);
+        });
+    }
+
     /// The partition that owns an event.
     pub fn partition_of(&self, event_id: &EventId) -> u32 {
         partition_of(event_id, self.partitions())
@@ -265,7 +313,10 @@ impl Writers {
             })
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => CommandError::Overloaded,
-                mpsc::error::TrySendError::Closed(_) => CommandError::NotOwner(partition),
+                mpsc::error::TrySendError::Closed(_) => {
+                    self.reacquire_if_assigned(partition);
+                    CommandError::NotOwner(partition)
+                }
             })?;
         answer.await.map_err(|_| CommandError::NotOwner(partition))?
     }

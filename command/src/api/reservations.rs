@@ -161,14 +161,25 @@ pub(super) async fn release(
     ApiPath((event_id, reservation_id)): ApiPath<Ids>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, Problem> {
-    let key = idempotency_key(&headers)?;
+    let command = Command::Release {
+        customer,
+        reservation_id,
+    };
+    on_reservation(&state, event_id, command, &headers).await
+}
+
+/// Sends a command about one of the caller's reservations and answers with the reservation.
+async fn on_reservation(
+    state: &CommandState,
+    event_id: EventId,
+    command: Command,
+    headers: &HeaderMap,
+) -> Result<impl IntoResponse + use<>, Problem> {
+    let key = idempotency_key(headers)?;
     let request = Request::Command {
         event_id,
-        command: Command::Release {
-            customer,
-            reservation_id,
-        },
-        meta: meta(&headers, key),
+        command,
+        meta: meta(headers, key),
     };
     let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
     respond(StatusCode::OK, outcome)
@@ -190,15 +201,9 @@ pub(super) async fn cancel(
     ApiPath((event_id, reservation_id)): ApiPath<Ids>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, Problem> {
-    let key = idempotency_key(&headers)?;
-    let request = Request::Command {
-        event_id,
-        command: Command::Cancel {
-            customer,
-            reservation_id,
-        },
-        meta: meta(&headers, key),
+    let command = Command::Cancel {
+        customer,
+        reservation_id,
     };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
-    respond(StatusCode::OK, outcome)
+    on_reservation(&state, event_id, command, &headers).await
 }

@@ -418,7 +418,7 @@ impl Inner {
         let known_end = *self.ends[partition as usize].borrow();
         // Wait for a first record only if there should be one; then take what has arrived.
         let mut wait = if from < known_end {
-            Duration::from_millis(500)
+            Duration::from_millis(1500)
         } else {
             Duration::from_millis(10)
         };

@@ -114,7 +114,9 @@ pub trait Journal: Send + Sync + 'static {
     async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError>;
 
     /// Reads up to `max` records of `partition` at offsets `>= from`, in order. At the end of
-    /// the partition the batch is empty and `next` is `from` (or past skipped markers).
+    /// the partition the batch is empty and `next` is `from` (or past skipped markers). A batch
+    /// may also be empty for a moment before the end, while appended records become visible
+    /// (Kafka's transaction markers): callers that need the records read again.
     async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError>;
 
     /// The offset just past the last durable record of `partition`: a reader that starts at 0

@@ -281,8 +281,15 @@ impl Writers {
                 .write()
                 .unwrap_or_else(|e| e.into_inner())
                 .take();
-            if let Err(e) = writers.acquire(partition).await {
-                warn!(partition, error = %e, "could not acquire the partition again");
+            // Keep trying while the partition is still ours (e.g. the brokers are away).
+            while writers.inner.assigned[partition as usize].load(Ordering::SeqCst) {
+                match writers.acquire(partition).await {
+                    Ok(()) => break,
+                    Err(e) => {
+                        warn!(partition, error = %e, "could not acquire the partition again; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
             }
             writers.inner.reacquiring[partition as usize].store(false, Ordering::SeqCst);
         });
@@ -304,6 +311,7 @@ impl Writers {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let Some(mailbox) = mailbox else {
+            self.reacquire_if_assigned(partition);
             return Err(CommandError::NotOwner(partition));
         };
         mailbox

@@ -142,7 +142,10 @@ wait_for() {
   shift 5
   local deadline=$((SECONDS + timeout))
   until "$@" >/dev/null 2>&1; do
-    pid_running "$pidfile" "$marker" || fail_with_log "$name" "process exited during startup" "${logs[@]}"
+    # Liveness only: right after start_bg the child may not have exec'd the service yet, so its
+    # command line does not show the marker for a moment.
+    kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null \
+      || fail_with_log "$name" "process exited during startup" "${logs[@]}"
     ((SECONDS < deadline)) || fail_with_log "$name" "not ready after ${timeout}s" "${logs[@]}"
     sleep 0.5
   done

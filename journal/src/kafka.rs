@@ -417,26 +417,40 @@ impl Inner {
         }
         let known_end = *self.ends[partition as usize].borrow();
         // Wait for a first record only if there should be one; then take what has arrived.
-        let mut wait = if from < known_end {
-            Duration::from_millis(1500)
-        } else {
-            Duration::from_millis(10)
-        };
+        let deadline = Instant::now()
+            + if from < known_end {
+                Duration::from_millis(1500)
+            } else {
+                Duration::from_millis(10)
+            };
         let mut records = Vec::new();
+        // Errors the consumer queued while the brokers were away (transport failures, "all
+        // brokers down") come out of poll one at a time long after the brokers are back; librdkafka
+        // reconnects by itself. Such an error fails the read only if no record arrives in time.
+        let mut error = None;
         while records.len() < max {
+            let wait = if records.is_empty() {
+                deadline.saturating_duration_since(Instant::now())
+            } else {
+                Duration::ZERO
+            };
             match reader.consumer.poll(wait) {
-                Some(Ok(m)) => {
-                    records.push(StoredRecord {
-                        partition,
-                        offset: m.offset() as Offset,
-                        key: m.key().unwrap_or_default().to_vec(),
-                        value: m.payload().unwrap_or_default().to_vec(),
-                    });
-                    wait = Duration::ZERO;
-                }
-                Some(Err(e)) => return Err(kafka_err(e)),
-                None => break,
+                Some(Ok(m)) => records.push(StoredRecord {
+                    partition,
+                    offset: m.offset() as Offset,
+                    key: m.key().unwrap_or_default().to_vec(),
+                    value: m.payload().unwrap_or_default().to_vec(),
+                }),
+                Some(Err(e)) if records.is_empty() && Instant::now() < deadline => error = Some(e),
+                Some(Err(e)) if records.is_empty() => return Err(kafka_err(e)),
+                Some(Err(_)) | None => break,
             }
+        }
+        if records.is_empty()
+            && from < known_end
+            && let Some(e) = error
+        {
+            return Err(kafka_err(e));
         }
         let position = reader.consumer.position().ok().and_then(|tpl| {
             match tpl.find_partition(&self.settings.topic, partition as i32)?.offset() {

@@ -27,6 +27,13 @@ fn service(script: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
+    // What the writers and the group did is the first thing to read when this fails.
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
     let app = Arc::new(TestApp::spawn_with(|s| s.journal = kafka_journal()).await);
     let event = app.create_event().await;
     let seats: Vec<String> = (1..=2)

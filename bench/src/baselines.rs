@@ -177,7 +177,12 @@ static UNLOCK_SCRIPT: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::
 const LOCK_TTL_MS: u64 = 5000;
 
 /// Starts the naive PostgreSQL design (`redis_url: None`) or the Redis lock design.
-pub async fn database_server(db: &Database, redis_url: Option<&str>, auth: Arc<Auth>) -> anyhow::Result<Served> {
+pub async fn database_server(
+    db: &Database,
+    redis_url: Option<&str>,
+    auth: Arc<Auth>,
+    pool_size: u32,
+) -> anyhow::Result<Served> {
     if let Some(url) = redis_url {
         crate::serve::require_loopback(url)?;
     }
@@ -189,8 +194,8 @@ pub async fn database_server(db: &Database, redis_url: Option<&str>, auth: Arc<A
         // is `synchronous_commit = off`).
         let setup = format!("SET search_path TO {schema}; SET synchronous_commit TO on");
         let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .min_connections(16)
+            .max_connections(pool_size)
+            .min_connections(pool_size)
             .after_connect(move |conn, _| {
                 let setup = setup.clone();
                 Box::pin(async move {

@@ -29,6 +29,9 @@ struct Common {
     /// Closed-loop clients (default: 16 smoke, 64 full).
     #[arg(long)]
     clients: Option<usize>,
+    /// Connections in each database baseline's pool (the local cluster allows 100).
+    #[arg(long)]
+    pg_pool: Option<u32>,
     /// Seconds each closed-loop phase may last at most.
     #[arg(long)]
     phase_secs: Option<f64>,
@@ -60,6 +63,9 @@ async fn main() -> anyhow::Result<()> {
     config.out_dir = common.out;
     if let Some(c) = common.clients {
         config.clients = c;
+    }
+    if let Some(p) = common.pg_pool {
+        config.pg_pool = p;
     }
     if let Some(s) = common.phase_secs {
         config.phase_s = s;

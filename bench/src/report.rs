@@ -38,6 +38,11 @@ fn goal(goal: &'static str, value: Option<f64>, threshold: f64, at_least: bool) 
 /// The ratios the issue asks for and its targets.
 pub fn goals(results: &Results) -> (Value, Vec<Goal>) {
     let thr = |s: &str, t: &str, p: &str| results.find(s, t, p).map(|m| m.throughput);
+    let sold = |t: &str| {
+        results
+            .find("1-hot-onsale", t, "reserve explicit (max)")
+            .map(|m| m.ok_per_s)
+    };
     let hello = thr("0-ceiling", "hello", "GET /hello");
     let fr = thr("1-hot-onsale", "frontrow", "reserve explicit (max)");
     let pg = thr("1-hot-onsale", "naive-pg", "reserve explicit (max)");
@@ -53,6 +58,8 @@ pub fn goals(results: &Results) -> (Value, Vec<Goal>) {
         "reserve_vs_hello": ratio(fr, hello),
         "reserve_vs_naive_pg": ratio(fr, pg),
         "reserve_vs_redis_lock": ratio(fr, lock),
+        "successful_reservations_vs_naive_pg": ratio(sold("frontrow"), sold("naive-pg")),
+        "successful_reservations_vs_redis_lock": ratio(sold("frontrow"), sold("redis-lock")),
         "naive_pg_vs_hello": ratio(pg, hello),
         "redis_lock_vs_hello": ratio(lock, hello),
         "map_304_vs_hello": ratio(not_modified, hello),

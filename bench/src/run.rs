@@ -42,6 +42,8 @@ pub struct Config {
     pub database_url: Option<String>,
     /// Redis for the lock baseline (loopback only); `None` skips it.
     pub redis_url: Option<String>,
+    /// Connections in each database baseline's pool.
+    pub pg_pool: u32,
     #[serde(skip)]
     pub out_dir: PathBuf,
 }
@@ -59,6 +61,7 @@ impl Config {
             customers: 200,
             database_url: None,
             redis_url: None,
+            pg_pool: 16,
             out_dir: PathBuf::from("target/bench"),
         }
     }
@@ -75,6 +78,7 @@ impl Config {
             customers: 2000,
             database_url: None,
             redis_url: None,
+            pg_pool: 16,
             out_dir: PathBuf::from("target/bench"),
         }
     }
@@ -599,7 +603,7 @@ async fn databases(
     };
     for (name, kind, redis) in designs {
         println!("{name} baseline (synchronous_commit = on)");
-        let server = baselines::database_server(db, redis, auth.clone()).await?;
+        let server = baselines::database_server(db, redis, auth.clone(), config.pg_pool).await?;
         let http = client(config.clients * 2);
         let race = |event: uuid::Uuid| Race {
             kind,

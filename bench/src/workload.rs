@@ -180,7 +180,7 @@ impl Race {
             return Outcome::Error;
         };
         let booked = match self.kind {
-            Kind::Frontrow => answer["outcome"] == "booked" || answer["outcome"] == "duplicate",
+            Kind::Frontrow => answer["outcome"] == "booked",
             _ => answer["status"] == "booked",
         };
         let outcome = classify(status, &[200], &[409]);

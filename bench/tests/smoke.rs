@@ -22,7 +22,8 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
     let (results, path, md) = run_and_report(&config).await.unwrap();
     checks_pass(&results);
     for (scenario, target, phase) in [
-        ("0-ceiling", "hello", "GET /hello"),
+        ("0-ceiling", "hello", "GET /hello (first)"),
+        ("0-ceiling", "hello", "GET /hello (last)"),
         ("1-hot-onsale", "frontrow", "reserve explicit (max)"),
         ("1-hot-onsale", "frontrow", "pay (simulated provider)"),
         ("1-hot-onsale", "frontrow", "reserve best-available (max)"),

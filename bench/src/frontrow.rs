@@ -53,7 +53,11 @@ impl FrontRow {
             .await
         })
         .await?;
-        let (journal, ledger, auth) = handles_rx.await.context("FrontRow did not build")?;
+        let Ok((journal, ledger, auth)) = handles_rx.await else {
+            // The build failed: stopping the server returns its error.
+            let cause = served.stop().await.err().unwrap_or_else(|| anyhow::anyhow!("no cause"));
+            return Err(cause.context("FrontRow did not build"));
+        };
         Ok(Self {
             served,
             journal,

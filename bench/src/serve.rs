@@ -42,11 +42,12 @@ impl Served {
         let addr = match addr_rx.await {
             Ok(addr) => addr,
             Err(_) => {
-                let e = done
-                    .await
-                    .map_err(anyhow::Error::from)
-                    .and_then(|r| r.err().context("no error"));
-                anyhow::bail!("{name} did not start: {e:?}");
+                let cause = match done.await {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(())) => anyhow::anyhow!("it ended before binding"),
+                    Err(e) => e.into(),
+                };
+                return Err(cause.context(format!("{name} did not start")));
             }
         };
         Ok(Self {

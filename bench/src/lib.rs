@@ -13,6 +13,7 @@ pub mod frontrow;
 pub mod load;
 pub mod report;
 pub mod run;
+pub mod scenarios;
 pub mod serve;
 pub mod workload;
 

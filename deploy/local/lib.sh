@@ -9,7 +9,7 @@ FR_DIR=${FRONTROW_SERVICES_DIR:-$HOME/.frontrow-services}
 FR_CACHE=${FRONTROW_SERVICES_CACHE:-$FR_DIR/cache}
 FR_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FR_HOST=127.0.0.1
-FR_ALL_SERVICES=(postgres kafka opensearch)
+FR_ALL_SERVICES=(postgres kafka opensearch redis)
 
 log() { printf '[local-services] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -159,7 +159,7 @@ check_services() {
   done
 }
 
-for _f in postgres kafka opensearch; do
+for _f in postgres kafka opensearch redis; do
   # shellcheck source=/dev/null
   . "$FR_HERE/$_f.sh"
 done

@@ -1,0 +1,339 @@
+//! The designs FrontRow replaces, built honestly and well, behind the same kind of axum server.
+//!
+//! - **hello**: `GET /hello` answers `Hello, World!`: the HTTP ceiling of this machine with this
+//!   client.
+//! - **naive PostgreSQL**: each reservation is one transaction,
+//!   `UPDATE seats SET status = 'RESERVED', ... WHERE event_id = $1 AND seat_id = ANY($2) AND
+//!   status = 'AVAILABLE'`, committed only if every seat was updated (optimistic). sqlx with a
+//!   connection pool and prepared (cached) statements; `synchronous_commit = on` on every
+//!   connection, so a `201` is as durable as FrontRow's fsynced append (the local cluster
+//!   defaults to `off`).
+//! - **Redis lock**: `SET lock:<event>:<seat> <token> NX PX 5000` for each seat (one pipelined
+//!   round trip), then the same PostgreSQL transaction, then unlock with a compare-and-delete
+//!   Lua script.
+//!
+//! Both database designs authenticate the customer's bearer token exactly as FrontRow does (the
+//! same extractor), read the same JSON body and answer `201` / `409` like FrontRow. Paying is
+//! one `UPDATE ... SET status = 'BOOKED' WHERE reservation_id = $2 AND status = 'RESERVED'`.
+//! What they do not do, which FrontRow does: idempotency keys, a log of every change, hold
+//! expiry, best-available selection.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use frontrow_http::auth::{Auth, Customer};
+use serde::Deserialize;
+use serde_json::json;
+use sqlx::AssertSqlSafe;
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use uuid::Uuid;
+
+use crate::serve::{Served, axum_until};
+
+/// Starts the hello-world server.
+pub async fn hello() -> anyhow::Result<Served> {
+    Served::start("hello", |listener, stop| async move {
+        let router = Router::new().route("/hello", get(|| async { "Hello, World!" }));
+        axum_until(listener, router, stop).await
+    })
+    .await
+}
+
+/// The baseline's own tables, in a schema of their own (dropped by [`Database::drop`]).
+pub struct Database {
+    pub url: String,
+    pub schema: String,
+    admin: PgPool,
+}
+
+impl Database {
+    /// Creates `schema` (dropping a leftover of the same name) with the seats table.
+    pub async fn create(url: &str, schema: &str) -> anyhow::Result<Self> {
+        crate::serve::require_loopback(url)?;
+        let admin = PgPoolOptions::new()
+            .max_connections(2)
+            .connect(url)
+            .await
+            .with_context(|| format!("connecting to PostgreSQL at {url}"))?;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        )))
+        .execute(&admin)
+        .await?;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "CREATE TABLE {schema}.seats (
+                        event_id uuid NOT NULL,
+                        seat_id text NOT NULL,
+                        status text NOT NULL DEFAULT 'AVAILABLE',
+                        reservation_id uuid,
+                        customer text,
+                        held_until timestamptz,
+                        PRIMARY KEY (event_id, seat_id));
+                     CREATE INDEX ON {schema}.seats (event_id, reservation_id)"
+        )))
+        .execute(&admin)
+        .await?;
+        Ok(Self {
+            url: url.to_owned(),
+            schema: schema.to_owned(),
+            admin,
+        })
+    }
+
+    /// Puts an event's seats on sale (not timed).
+    pub async fn add_event(&self, event: Uuid, seats: &[String]) -> anyhow::Result<()> {
+        let sql = format!(
+            "INSERT INTO {}.seats (event_id, seat_id) SELECT $1, s FROM UNNEST($2::text[]) AS s",
+            self.schema
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(event)
+            .bind(seats)
+            .execute(&self.admin)
+            .await?;
+        Ok(())
+    }
+
+    /// Each seat's status (`A`, `H`, `B`) and its reservation.
+    pub async fn seats(&self, event: Uuid) -> anyhow::Result<BTreeMap<String, (char, Option<Uuid>)>> {
+        let sql = format!(
+            "SELECT seat_id, status, reservation_id FROM {}.seats WHERE event_id = $1",
+            self.schema
+        );
+        let rows: Vec<(String, String, Option<Uuid>)> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(event)
+            .fetch_all(&self.admin)
+            .await?;
+        rows.into_iter()
+            .map(|(seat, status, rid)| {
+                let letter = match status.as_str() {
+                    "AVAILABLE" => 'A',
+                    "RESERVED" => 'H',
+                    "BOOKED" => 'B',
+                    other => anyhow::bail!("seat {seat} has status {other}"),
+                };
+                Ok((seat, (letter, rid)))
+            })
+            .collect()
+    }
+
+    pub async fn drop(self) -> anyhow::Result<()> {
+        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)))
+            .execute(&self.admin)
+            .await?;
+        self.admin.close().await;
+        Ok(())
+    }
+}
+
+/// Which database design a server runs.
+#[derive(Clone)]
+enum Design {
+    Naive,
+    Locked(redis::aio::MultiplexedConnection),
+}
+
+#[derive(Clone)]
+struct DbState {
+    pool: PgPool,
+    design: Design,
+}
+
+/// The optimistic reservation: every seat, only if it is still available.
+const RESERVE_SQL: &str = "UPDATE seats SET status = 'RESERVED', reservation_id = $3, customer = $4, \
+                           held_until = now() + interval '10 minutes' \
+                           WHERE event_id = $1 AND seat_id = ANY($2) AND status = 'AVAILABLE'";
+
+/// Paying books the seats still held by the reservation.
+const PAY_SQL: &str = "UPDATE seats SET status = 'BOOKED' \
+                       WHERE event_id = $1 AND reservation_id = $2 AND status = 'RESERVED'";
+
+#[derive(Deserialize)]
+struct ReserveBody {
+    seats: Vec<String>,
+}
+
+/// Compare-and-delete: a lock is removed only by the holder whose token it still carries.
+const UNLOCK: &str = r"
+local n = 0
+for _, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then
+    redis.call('DEL', key)
+    n = n + 1
+  end
+end
+return n";
+
+/// The unlock script, hashed once (sent by `EVALSHA`, loaded on first use).
+static UNLOCK_SCRIPT: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| redis::Script::new(UNLOCK));
+
+/// How long a seat lock lives if its holder dies before unlocking.
+const LOCK_TTL_MS: u64 = 5000;
+
+/// Starts the naive PostgreSQL design (`redis_url: None`) or the Redis lock design.
+pub async fn database_server(
+    db: &Database,
+    redis_url: Option<&str>,
+    auth: Arc<Auth>,
+    pool_size: u32,
+) -> anyhow::Result<Served> {
+    if let Some(url) = redis_url {
+        crate::serve::require_loopback(url)?;
+    }
+    let (url, schema) = (db.url.clone(), db.schema.clone());
+    let redis_url = redis_url.map(str::to_owned);
+    let name = if redis_url.is_some() { "redis-lock" } else { "naive-pg" };
+    Served::start(name, move |listener, stop| async move {
+        // Durable commits, like FrontRow's fsynced journal appends (the local cluster's default
+        // is `synchronous_commit = off`).
+        let setup = format!("SET search_path TO {schema}; SET synchronous_commit TO on");
+        let pool = PgPoolOptions::new()
+            .max_connections(pool_size)
+            .min_connections(pool_size)
+            .after_connect(move |conn, _| {
+                let setup = setup.clone();
+                Box::pin(async move {
+                    sqlx::raw_sql(AssertSqlSafe(setup)).execute(&mut *conn).await?;
+                    Ok(())
+                })
+            })
+            .connect(&url)
+            .await
+            .context("connecting the baseline pool")?;
+        let design = match redis_url {
+            None => Design::Naive,
+            Some(url) => {
+                let client = redis::Client::open(url.as_str()).context("redis url")?;
+                Design::Locked(
+                    client
+                        .get_multiplexed_async_connection()
+                        .await
+                        .context("connecting to Redis")?,
+                )
+            }
+        };
+        let state = DbState { pool, design };
+        let router = Router::new()
+            .route("/events/{event}/reservations", post(reserve))
+            .route("/events/{event}/reservations/{reservation}/pay", post(pay))
+            .with_state(state)
+            .layer(Extension(auth));
+        axum_until(listener, router, stop).await
+    })
+    .await
+}
+
+fn problem(status: StatusCode, detail: impl std::fmt::Display) -> Response {
+    (status, Json(json!({ "detail": detail.to_string() }))).into_response()
+}
+
+async fn reserve(
+    State(state): State<DbState>,
+    Customer(customer): Customer,
+    Path(event): Path<Uuid>,
+    Json(body): Json<ReserveBody>,
+) -> Response {
+    let mut seats = body.seats;
+    seats.sort();
+    seats.dedup();
+    if seats.is_empty() || seats.len() > 8 {
+        return problem(StatusCode::UNPROCESSABLE_ENTITY, "1 to 8 distinct seats");
+    }
+    let reservation = Uuid::now_v7();
+    let keys: Vec<String> = seats.iter().map(|s| format!("lock:{event}:{s}")).collect();
+    let token = reservation.to_string();
+    if let Design::Locked(redis) = &state.design {
+        let mut redis = redis.clone();
+        let mut pipe = redis::pipe();
+        for key in &keys {
+            pipe.cmd("SET")
+                .arg(key)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(LOCK_TTL_MS);
+        }
+        let got: Vec<Option<String>> = match pipe.query_async(&mut redis).await {
+            Ok(got) => got,
+            Err(e) => return problem(StatusCode::SERVICE_UNAVAILABLE, e),
+        };
+        if got.iter().any(Option::is_none) {
+            let _ = unlock(&mut redis, &keys, &token).await;
+            return problem(StatusCode::CONFLICT, "seats locked by another reservation");
+        }
+    }
+    let result = write(&state, event, &seats, reservation, customer.as_str()).await;
+    if let Design::Locked(redis) = &state.design {
+        let _ = unlock(&mut redis.clone(), &keys, &token).await;
+    }
+    match result {
+        Ok(true) => (
+            StatusCode::CREATED,
+            Json(json!({ "reservation_id": reservation, "seats": seats, "status": "held" })),
+        )
+            .into_response(),
+        Ok(false) => problem(StatusCode::CONFLICT, "seats unavailable"),
+        Err(e) => problem(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// The optimistic transaction: commits only if every seat was still available.
+async fn write(
+    state: &DbState,
+    event: Uuid,
+    seats: &[String],
+    reservation: Uuid,
+    customer: &str,
+) -> sqlx::Result<bool> {
+    let mut tx = state.pool.begin().await?;
+    let updated = sqlx::query(RESERVE_SQL)
+        .bind(event)
+        .bind(seats)
+        .bind(reservation)
+        .bind(customer)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if updated == seats.len() as u64 {
+        tx.commit().await?;
+        Ok(true)
+    } else {
+        tx.rollback().await?;
+        Ok(false)
+    }
+}
+
+async fn unlock(
+    redis: &mut redis::aio::MultiplexedConnection,
+    keys: &[String],
+    token: &str,
+) -> redis::RedisResult<i64> {
+    let mut invocation = UNLOCK_SCRIPT.prepare_invoke();
+    for key in keys {
+        invocation.key(key);
+    }
+    invocation.arg(token).invoke_async(redis).await
+}
+
+async fn pay(
+    State(state): State<DbState>,
+    Customer(_): Customer,
+    Path((event, reservation)): Path<(Uuid, Uuid)>,
+) -> Response {
+    match sqlx::query(PAY_SQL)
+        .bind(event)
+        .bind(reservation)
+        .execute(&state.pool)
+        .await
+    {
+        Ok(r) if r.rows_affected() > 0 => Json(json!({ "status": "booked" })).into_response(),
+        Ok(_) => problem(StatusCode::CONFLICT, "not held"),
+        Err(e) => problem(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}

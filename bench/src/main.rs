@@ -1,0 +1,91 @@
+//! `frontrow-bench`: `smoke` (seconds, small counts) or `run` (the full run, a few minutes).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use frontrow_bench::{Config, run_and_report};
+
+#[derive(Parser)]
+#[command(
+    name = "frontrow-bench",
+    about = "FrontRow against the designs it replaces, in one run"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// PostgreSQL for the naive and lock baselines (loopback only). Without it both are skipped.
+    #[arg(long, env = "FRONTROW_BENCH_DATABASE_URL")]
+    database_url: Option<String>,
+    /// Redis for the lock baseline (loopback only). Without it that baseline is skipped.
+    #[arg(long, env = "FRONTROW_BENCH_REDIS_URL")]
+    redis_url: Option<String>,
+    /// Where the JSON and Markdown reports go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// Closed-loop clients (default: 16 smoke, 64 full).
+    #[arg(long)]
+    clients: Option<usize>,
+    /// Connections in each database baseline's pool (the local cluster allows 100).
+    #[arg(long)]
+    pg_pool: Option<u32>,
+    /// Seconds each closed-loop phase may last at most.
+    #[arg(long)]
+    phase_secs: Option<f64>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The full run (a few minutes).
+    Run(Common),
+    /// A few seconds with small counts: keeps the harness working.
+    Smoke(Common),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FRONTROW_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,sqlx=error")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let (mut config, common) = match Cli::parse().command {
+        Cmd::Run(c) => (Config::full(), c),
+        Cmd::Smoke(c) => (Config::smoke(), c),
+    };
+    config.database_url = common.database_url;
+    config.redis_url = common.redis_url;
+    config.out_dir = common.out;
+    if let Some(c) = common.clients {
+        config.clients = c;
+    }
+    if let Some(p) = common.pg_pool {
+        config.pg_pool = p;
+    }
+    if let Some(s) = common.phase_secs {
+        config.phase_s = s;
+    }
+    for url in config.database_url.iter().chain(&config.redis_url) {
+        frontrow_bench::serve::require_loopback(url)?;
+    }
+    let (results, path, md) = run_and_report(&config).await?;
+    println!("\n{md}");
+    println!("report: {}", path.display());
+    let failed: Vec<_> = results
+        .checks
+        .iter()
+        .filter(|(_, c)| !c.passed)
+        .map(|(n, _)| n)
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "correctness checks failed: {failed:?}");
+    anyhow::ensure!(
+        results.ledger_equals_log != Some(false),
+        "the ledger does not equal the log"
+    );
+    Ok(())
+}

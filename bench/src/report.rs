@@ -1,0 +1,239 @@
+//! The run's report: a JSON file (machine, commit, every measurement, every check, the ratios
+//! and the issue's targets, met or not) and a short Markdown table beside it. Targets are
+//! reported, never asserted: speed on a shared two-core machine is a figure, not a test.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::run::{Config, Results};
+
+/// One of the issue's targets and whether this run met it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Goal {
+    pub goal: &'static str,
+    /// The measured value (a ratio, milliseconds or a count); `None` when not measured.
+    pub value: Option<f64>,
+    pub threshold: f64,
+    /// `met`, `not met` or `not measured`.
+    pub verdict: &'static str,
+}
+
+fn goal(goal: &'static str, value: Option<f64>, threshold: f64, at_least: bool) -> Goal {
+    let verdict = match value {
+        None => "not measured",
+        Some(v) if (at_least && v >= threshold) || (!at_least && v <= threshold) => "met",
+        Some(_) => "not met",
+    };
+    Goal {
+        goal,
+        value,
+        threshold,
+        verdict,
+    }
+}
+
+/// The ratios the issue asks for and its targets.
+pub fn goals(results: &Results) -> (Value, Vec<Goal>) {
+    let thr = |s: &str, t: &str, p: &str| results.find(s, t, p).map(|m| m.throughput);
+    let sold = |t: &str| {
+        results
+            .find("1-hot-onsale", t, "reserve explicit (max)")
+            .map(|m| m.ok_per_s)
+    };
+    let first = thr("0-ceiling", "hello", crate::run::CEILING_FIRST);
+    let last = thr("0-ceiling", "hello", crate::run::CEILING_LAST);
+    let hello = match (first, last) {
+        (Some(a), Some(b)) => Some((a + b) / 2.0),
+        (a, b) => a.or(b),
+    };
+    let fr = thr("1-hot-onsale", "frontrow", "reserve explicit (max)");
+    let pg = thr("1-hot-onsale", "naive-pg", "reserve explicit (max)");
+    let lock = thr("1-hot-onsale", "redis-lock", "reserve explicit (max)");
+    let full = thr("2-availability", "frontrow", "map full (200)");
+    let not_modified = thr("2-availability", "frontrow", "map If-None-Match (304)");
+    let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?).filter(|r| r.is_finite());
+    let half_p99 = results
+        .find("1-hot-onsale", "frontrow", "reserve explicit (half max)")
+        .map(|s| s.p99_ms);
+    let oversold: usize = results.checks.iter().map(|(_, c)| c.seats_sold_twice).sum();
+    let ratios = json!({
+        "hello_ceiling_mean": hello,
+        "reserve_vs_hello": ratio(fr, hello),
+        "reserve_vs_naive_pg": ratio(fr, pg),
+        "reserve_vs_redis_lock": ratio(fr, lock),
+        "successful_reservations_vs_naive_pg": ratio(sold("frontrow"), sold("naive-pg")),
+        "successful_reservations_vs_redis_lock": ratio(sold("frontrow"), sold("redis-lock")),
+        "naive_pg_vs_hello": ratio(pg, hello),
+        "redis_lock_vs_hello": ratio(lock, hello),
+        "map_304_vs_hello": ratio(not_modified, hello),
+        "map_full_vs_hello": ratio(full, hello),
+    });
+    let goals = vec![
+        goal("reserve throughput >= 0.15 x hello-world", ratio(fr, hello), 0.15, true),
+        goal("reserve throughput >= 5 x naive PostgreSQL", ratio(fr, pg), 5.0, true),
+        goal(
+            "reserve p99 <= 20 ms at half the maximum rate (ms)",
+            half_p99,
+            20.0,
+            false,
+        ),
+        goal(
+            "map reads (304) >= 0.5 x hello-world",
+            ratio(not_modified, hello),
+            0.5,
+            true,
+        ),
+        goal("map reads (full) >= 0.25 x hello-world", ratio(full, hello), 0.25, true),
+        goal(
+            "zero oversold seats (seats sold twice)",
+            Some(oversold as f64),
+            0.0,
+            false,
+        ),
+    ];
+    (ratios, goals)
+}
+
+/// What the harness can tell about this machine from /proc.
+pub fn machine() -> Value {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned());
+    let cpus = cpuinfo.lines().filter(|l| l.starts_with("processor")).count();
+    let meminfo = read("/proc/meminfo");
+    let mem_kb = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok());
+    json!({
+        "cpu_model": model,
+        "cpus": cpus,
+        "memory_mib": mem_kb.map(|kb| kb / 1024),
+        "kernel": read("/proc/sys/kernel/osrelease").trim(),
+        "load_average_at_end": read("/proc/loadavg").split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// The commit of the source tree the harness was built from (and whether it had changes).
+pub fn git_commit() -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    json!({
+        "commit": git(&["rev-parse", "HEAD"]),
+        "dirty": git(&["status", "--porcelain"]).map(|s| !s.is_empty()),
+    })
+}
+
+/// Writes `<out_dir>/bench-<profile>-<time>.json` and `.md`; returns the Markdown.
+pub fn write(
+    config: &Config,
+    results: &Results,
+    started: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<(PathBuf, String)> {
+    let (ratios, goals) = goals(results);
+    let notes = [
+        "FrontRow runs in-process on its embedded defaults (SQLite journal fsynced per group commit, SQLite ledger, tantivy search) on a tokio runtime of its own with 2 worker threads; each baseline the same way; the load generator on a third runtime. Two cores are shared by all of them.",
+        "The database baselines run every connection with synchronous_commit = on (the local cluster's default is off), so their 201s are as durable as FrontRow's.",
+        "Closed-loop phases: fixed clients, each waiting for its answer. Open-loop phases: fixed arrival rate; latency measured from the intended send time (coordinated omission corrected).",
+        "Throughput counts every answer (201 and the 409s of seats already taken); ok_per_s counts the wanted answers only.",
+        "Between FrontRow's phases the harness waits until the ledger projector has caught up with the journal (and 0.5 s more for the search projector), so no phase starts with a projection backlog from the previous one.",
+        "The hello-world ceiling is measured first and last in the run; the ratios use the mean of the two.",
+        "Targets are reported, not asserted.",
+    ];
+    let report = json!({
+        "harness": "frontrow-bench",
+        "profile": config.profile,
+        "started_at": started,
+        "finished_at": chrono::Utc::now(),
+        "git": git_commit(),
+        "machine": machine(),
+        "config": config,
+        "notes": notes,
+        "scenarios": crate::run::SCENARIOS.iter().map(|(id, what)| json!({
+            "id": id,
+            "what": what,
+            "available": !results.unavailable.iter().any(|u| u.scenario.starts_with(id)),
+        })).collect::<Vec<_>>(),
+        "results": results,
+        "ratios": ratios,
+        "targets": goals,
+    });
+    std::fs::create_dir_all(&config.out_dir).with_context(|| format!("creating {}", config.out_dir.display()))?;
+    let stem = format!("bench-{}-{}", config.profile, started.format("%Y%m%dT%H%M%SZ"));
+    let json_path = config.out_dir.join(format!("{stem}.json"));
+    std::fs::write(&json_path, serde_json::to_vec_pretty(&report)?)?;
+    let md = markdown(config, results, &ratios, &goals);
+    std::fs::write(config.out_dir.join(format!("{stem}.md")), &md)?;
+    Ok((json_path, md))
+}
+
+fn markdown(config: &Config, results: &Results, ratios: &Value, goals: &[Goal]) -> String {
+    let mut md = format!("### FrontRow benchmark ({} run)\n\n", config.profile);
+    md.push_str("| scenario | target | phase | answers/s | ok/s | p50 ms | p99 ms | p99.9 ms | shed | errors |\n");
+    md.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for m in &results.measurements {
+        let s = &m.stats;
+        md.push_str(&format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} |\n",
+            m.scenario, m.target, m.phase, s.throughput, s.ok_per_s, s.p50_ms, s.p99_ms, s.p999_ms, s.shed, s.errors
+        ));
+    }
+    if let Some(r) = &results.rebuild {
+        md.push_str(&format!(
+            "| 5-replay | frontrow | ledger rebuild (records/s) | {:.0} | | | | | | |\n",
+            r["records_per_s"].as_f64().unwrap_or(0.0)
+        ));
+    }
+    for u in &results.unavailable {
+        md.push_str(&format!("| {} | | {} | | | | | | | |\n", u.scenario, u.reason));
+    }
+    md.push_str("\n| check | passed | reserved + booked + free = capacity | sold twice | mismatched |\n|---|---|---|---:|---:|\n");
+    for (name, c) in &results.checks {
+        md.push_str(&format!(
+            "| {name} | {} | {} + {} + {} = {} | {} | {} |\n",
+            if c.passed { "yes" } else { "NO" },
+            c.reserved,
+            c.booked,
+            c.available,
+            c.capacity,
+            c.seats_sold_twice,
+            c.seats_mismatched
+        ));
+    }
+    if let Some(equal) = results.ledger_equals_log {
+        md.push_str(&format!(
+            "| frontrow: ledger equals a replay of the journal | {} | | | |\n",
+            if equal { "yes" } else { "NO" }
+        ));
+    }
+    md.push_str("\n| target | measured | verdict |\n|---|---:|---|\n");
+    for g in goals {
+        md.push_str(&format!(
+            "| {} | {} | {} |\n",
+            g.goal,
+            g.value.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into()),
+            g.verdict
+        ));
+    }
+    md.push_str(&format!("\nratios: `{ratios}`\n"));
+    for s in &results.skipped_baselines {
+        md.push_str(&format!("\nskipped: {s}\n"));
+    }
+    md
+}

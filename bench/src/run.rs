@@ -1,0 +1,261 @@
+//! One harness run: start the targets one after another, drive every scenario against each,
+//! check every race, and collect the figures for the report.
+//!
+//! Targets run one at a time (never two servers competing for the two cores), each on a
+//! runtime of its own; the load generator runs on the harness's runtime.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::baselines::{self, Database};
+use crate::load::{Bounds, Job, Mode, Outcome, Stats, classify, drive};
+use crate::scenarios::{databases, frontrow};
+use crate::workload::{RaceCheck, arena_rows, seat_picks};
+
+/// What a run does and how big it is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// `smoke` or `full`.
+    pub profile: &'static str,
+    /// Closed-loop clients.
+    pub clients: usize,
+    /// Most reservation requests in a closed-loop race.
+    pub reserve_requests: u64,
+    /// Time limit of each closed-loop phase, seconds.
+    pub phase_s: f64,
+    /// Duration of each open-loop phase, seconds.
+    pub open_s: f64,
+    /// Rate of the background reservations while scenarios 2 and 4 run.
+    pub background_rate: f64,
+    /// Rate of the search requests (scenario 4).
+    pub search_rate: f64,
+    /// Customers (each request is one of them).
+    pub customers: usize,
+    /// PostgreSQL for the baselines (loopback only); `None` skips both database baselines.
+    pub database_url: Option<String>,
+    /// Redis for the lock baseline (loopback only); `None` skips it.
+    pub redis_url: Option<String>,
+    /// Connections in each database baseline's pool.
+    pub pg_pool: u32,
+    #[serde(skip)]
+    pub out_dir: PathBuf,
+}
+
+impl Config {
+    pub fn smoke() -> Self {
+        Self {
+            profile: "smoke",
+            clients: 16,
+            reserve_requests: 1000,
+            phase_s: 1.5,
+            open_s: 1.0,
+            background_rate: 100.0,
+            search_rate: 50.0,
+            customers: 200,
+            database_url: None,
+            redis_url: None,
+            pg_pool: 16,
+            out_dir: PathBuf::from("target/bench"),
+        }
+    }
+
+    pub fn full() -> Self {
+        Self {
+            profile: "full",
+            clients: 64,
+            reserve_requests: 40_000,
+            phase_s: 15.0,
+            open_s: 10.0,
+            background_rate: 500.0,
+            search_rate: 200.0,
+            customers: 2000,
+            database_url: None,
+            redis_url: None,
+            pg_pool: 16,
+            out_dir: PathBuf::from("target/bench"),
+        }
+    }
+
+    pub(crate) fn closed(&self, requests: u64) -> (Mode, Bounds) {
+        (
+            Mode::Closed { clients: self.clients },
+            Bounds {
+                max_requests: requests,
+                max_time: Duration::from_secs_f64(self.phase_s),
+            },
+        )
+    }
+
+    pub(crate) fn open(&self, rate: f64) -> (Mode, Bounds) {
+        (
+            Mode::Open {
+                rate,
+                max_in_flight: 4096,
+            },
+            Bounds {
+                max_requests: (rate * self.open_s).ceil() as u64 + 1,
+                max_time: Duration::from_secs_f64(self.open_s),
+            },
+        )
+    }
+}
+
+/// One measured phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    /// `1-hot-onsale`, `2-availability`, ...
+    pub scenario: &'static str,
+    pub target: &'static str,
+    pub phase: &'static str,
+    #[serde(flatten)]
+    pub stats: Stats,
+    /// Anything else the phase counted (e.g. how many answers were `304`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Value>,
+}
+
+/// A scenario the harness knows but cannot run on this build.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unavailable {
+    pub scenario: &'static str,
+    pub reason: &'static str,
+}
+
+/// Everything one run measured and checked.
+#[derive(Debug, Default, Serialize)]
+pub struct Results {
+    pub measurements: Vec<Measurement>,
+    pub checks: Vec<(String, RaceCheck)>,
+    pub rebuild: Option<Value>,
+    pub ledger_equals_log: Option<bool>,
+    pub unavailable: Vec<Unavailable>,
+    pub skipped_baselines: Vec<String>,
+}
+
+impl Results {
+    pub(crate) fn push(&mut self, scenario: &'static str, target: &'static str, phase: &'static str, stats: Stats) {
+        self.push_extra(scenario, target, phase, stats, None);
+    }
+
+    pub(crate) fn push_extra(
+        &mut self,
+        scenario: &'static str,
+        target: &'static str,
+        phase: &'static str,
+        stats: Stats,
+        extra: Option<Value>,
+    ) {
+        println!(
+            "  {scenario:<16} {target:<10} {phase:<26} {:>9.0}/s  p50 {:>7.2} ms  p99 {:>7.2} ms  errors {}  shed {}",
+            stats.throughput, stats.p50_ms, stats.p99_ms, stats.errors, stats.shed
+        );
+        self.measurements.push(Measurement {
+            scenario,
+            target,
+            phase,
+            stats,
+            extra,
+        });
+    }
+
+    pub fn find(&self, scenario: &str, target: &str, phase: &str) -> Option<&Stats> {
+        self.measurements
+            .iter()
+            .find(|m| m.scenario == scenario && m.target == target && m.phase == phase)
+            .map(|m| &m.stats)
+    }
+}
+
+/// The scenarios the harness lists, and the ones this build cannot run yet.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "1-hot-onsale",
+        "clients race to reserve in one event, then pay through the simulated provider",
+    ),
+    (
+        "2-availability",
+        "availability map reads (full and 304) while reservations run",
+    ),
+    (
+        "3-flash-crowd",
+        "waiting-room joins ramping to 10,000 connections in one second",
+    ),
+    ("4-search", "GET /search at a fixed rate while reservations run"),
+    ("5-replay", "projector rebuild rate and analytics replay rate"),
+];
+
+pub(crate) fn client(pool: usize) -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(pool)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("an HTTP client without TLS builds")
+}
+
+/// Runs everything `config` asks for.
+pub async fn run(config: &Config) -> anyhow::Result<Results> {
+    let mut results = Results::default();
+    results.unavailable.push(Unavailable {
+        scenario: "3-flash-crowd",
+        reason: "not available: the waiting room has no endpoints in this build",
+    });
+    results.unavailable.push(Unavailable {
+        scenario: "5-replay (analytics)",
+        reason: "not available: analytics replay is not in this build (the ledger rebuild rate is measured)",
+    });
+    let rows = arena_rows();
+    let capacity: usize = rows.iter().map(Vec::len).sum();
+    let picks = Arc::new(seat_picks(&rows, config.reserve_requests as usize, 42));
+
+    ceiling(config, &mut results, CEILING_FIRST).await?;
+    frontrow(config, &mut results, capacity, picks.clone()).await?;
+
+    match &config.database_url {
+        Some(url) => {
+            let db = Database::create(url, &format!("frontrow_bench_{}", std::process::id())).await?;
+            let outcome = databases(config, &mut results, &db, capacity, &rows, picks.clone()).await;
+            db.drop().await?;
+            outcome?;
+        }
+        None => results
+            .skipped_baselines
+            .push("naive-pg and redis-lock: no --database-url".into()),
+    }
+    ceiling(config, &mut results, CEILING_LAST).await?;
+    Ok(results)
+}
+
+/// The ceiling is measured first and last: the machine is shared, and the mean of the two
+/// brackets what the targets in between had.
+pub const CEILING_FIRST: &str = "GET /hello (first)";
+pub const CEILING_LAST: &str = "GET /hello (last)";
+
+/// Measures the hello-world ceiling as phase `phase`.
+async fn ceiling(config: &Config, results: &mut Results, phase: &'static str) -> anyhow::Result<()> {
+    println!("hello-world ceiling");
+    let hello = baselines::hello().await?;
+    let http = client(config.clients * 2);
+    let url = hello.url("/hello");
+    let job: Job = Arc::new(move |_| {
+        let (http, url) = (http.clone(), url.clone());
+        Box::pin(async move {
+            match http.get(&url).send().await {
+                Ok(r) => {
+                    let status = r.status().as_u16();
+                    match r.bytes().await {
+                        Ok(b) if b.as_ref() == b"Hello, World!" => classify(status, &[200], &[]),
+                        _ => Outcome::Error,
+                    }
+                }
+                Err(_) => Outcome::Error,
+            }
+        })
+    });
+    let (mode, bounds) = config.closed(u64::MAX);
+    results.push("0-ceiling", "hello", phase, drive(mode, bounds, job).await);
+    hello.stop().await
+}

@@ -1,0 +1,437 @@
+//! The scenarios against each target: FrontRow's (hot onsale, availability reads, search,
+//! the ledger rebuild, and the checks after every race) and the database baselines' (the hot
+//! onsale and its checks). [`crate::run`] calls them in turn and collects the figures.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use crate::baselines::{self, Database};
+use crate::frontrow::{FrontRow, ORGANIZER_KEY, map_letters, state_letters};
+use crate::load::{Bounds, Job, Outcome, classify, drive};
+use crate::run::{Config, Results, client};
+use crate::workload::{Kind, Race, RaceLog, check_race, tokens};
+
+/// Creates an on-sale event on FrontRow with the arena's seat map; returns its id once the
+/// query side has it.
+async fn create_event(
+    http: &reqwest::Client,
+    base: &str,
+    title: &str,
+    artist: &str,
+    city: &str,
+) -> anyhow::Result<String> {
+    let now = chrono::Utc::now();
+    let body = json!({
+        "title": title, "artist": artist, "venue": "Riverside Arena", "city": city,
+        "starts_at": now + chrono::Duration::days(30), "onsale_at": now - chrono::Duration::minutes(1),
+        "hold_minutes": 15, "max_seats_per_order": 8, "currency": "EUR",
+        "seat_map": frontrow::sample::arena(),
+    });
+    let res = http
+        .post(format!("{base}/events"))
+        .header("x-api-key", ORGANIZER_KEY)
+        .json(&body)
+        .send()
+        .await?;
+    anyhow::ensure!(res.status() == 201, "creating an event: {}", res.text().await?);
+    let written: Value = res.json().await?;
+    let event = written["event_id"].as_str().context("no event_id")?.to_owned();
+    let position = written["position"].as_str().unwrap_or_default();
+    let map = http
+        .get(format!(
+            "{base}/events/{event}/availability?after={position}&wait_ms=10000"
+        ))
+        .send()
+        .await?;
+    anyhow::ensure!(map.status() == 200, "the new event is not readable");
+    Ok(event)
+}
+
+/// The highest log position among acknowledged reservations (for `?after=`).
+fn last_position(log: &RaceLog) -> Option<String> {
+    log.won
+        .lock()
+        .expect("race log")
+        .iter()
+        .filter_map(|w| w.position.as_deref())
+        .filter_map(|p| p.parse::<frontrow_journal::Position>().ok())
+        .max()
+        .map(|p| p.to_string())
+}
+
+pub(crate) async fn frontrow(
+    config: &Config,
+    results: &mut Results,
+    capacity: usize,
+    picks: Arc<Vec<Vec<String>>>,
+) -> anyhow::Result<()> {
+    println!("FrontRow (embedded defaults, in-process)");
+    let fr = FrontRow::start().await?;
+    let base = format!("http://{}", fr.served.addr);
+    let http = client(config.clients * 2);
+    let tokens = Arc::new(tokens(&fr.auth, config.customers));
+    let race = |event: String| Race {
+        kind: Kind::Frontrow,
+        client: http.clone(),
+        base: base.clone(),
+        event,
+        tokens: tokens.clone(),
+        log: Arc::new(RaceLog::default()),
+    };
+    let mut races: Vec<(&'static str, Race)> = Vec::new();
+
+    // 1. Hot onsale: explicit seats at the maximum rate, then pay every hold.
+    let explicit = race(create_event(&http, &base, "Hot Onsale", "Nova Lights", "Amsterdam").await?);
+    let (mode, bounds) = config.closed(config.reserve_requests);
+    let max = drive(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
+    let max_rate = max.throughput;
+    results.push("1-hot-onsale", "frontrow", "reserve explicit (max)", max);
+    let won = Arc::new(explicit.log.won.lock().expect("race log").clone());
+    if !won.is_empty() {
+        let (mode, bounds) = config.closed(won.len() as u64);
+        let paid = drive(mode, bounds, explicit.pay(won)).await;
+        results.push("1-hot-onsale", "frontrow", "pay (simulated provider)", paid);
+    }
+    races.push(("reserve explicit + pay", explicit));
+
+    quiet(&fr).await?;
+    // Best available: the writer picks adjacent seats in a section.
+    let best = race(create_event(&http, &base, "Hot Onsale 2", "Nova Lights", "Amsterdam").await?);
+    let sections: Arc<Vec<String>> = Arc::new(
+        frontrow::sample::arena()
+            .sections
+            .iter()
+            .map(|s| s.code.to_string())
+            .collect(),
+    );
+    let (mode, bounds) = config.closed(config.reserve_requests);
+    let stats = drive(mode, bounds, best.reserve_best(sections, 9)).await;
+    results.push("1-hot-onsale", "frontrow", "reserve best-available (max)", stats);
+    races.push(("reserve best-available", best));
+
+    quiet(&fr).await?;
+    // The latency at half the maximum rate, open loop.
+    let half = race(create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?);
+    let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
+    let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
+    results.push("1-hot-onsale", "frontrow", "reserve explicit (half max)", stats);
+    races.push(("reserve at half max", half));
+
+    quiet(&fr).await?;
+    // 2. Availability map reads of the hot event while reservations keep coming.
+    let hot = race(create_event(&http, &base, "Hot Onsale 4", "Nova Lights", "Utrecht").await?);
+    let background = {
+        let (mode, _) = config.open(config.background_rate);
+        let bounds = Bounds {
+            max_time: Duration::from_secs_f64(config.phase_s * 2.0 + 1.0),
+            max_requests: u64::MAX,
+        };
+        let job = hot.reserve_explicit(picks.clone());
+        tokio::spawn(drive(mode, bounds, job))
+    };
+    let map_url = format!("{base}/events/{}/availability", hot.event);
+    let (mode, bounds) = config.closed(u64::MAX);
+    let stats = drive(mode, bounds, map_job(&http, &map_url, None)).await;
+    results.push("2-availability", "frontrow", "map full (200)", stats);
+    let etag = Arc::new(std::sync::Mutex::new(String::new()));
+    let not_modified = Arc::new(AtomicU64::new(0));
+    let stats = drive(
+        mode,
+        bounds,
+        map_job(&http, &map_url, Some((etag, not_modified.clone()))),
+    )
+    .await;
+    let share = not_modified.load(Ordering::Relaxed) as f64 / stats.requests.max(1) as f64;
+    results.push_extra(
+        "2-availability",
+        "frontrow",
+        "map If-None-Match (304)",
+        stats,
+        Some(json!({ "share_304": share })),
+    );
+    let bg = background.await.context("background writes")?;
+    results.push("2-availability", "frontrow", "background reserves", bg);
+    races.push(("reserve during map reads", hot));
+
+    quiet(&fr).await?;
+    // 4. Search at a fixed rate while reservations run.
+    let artists = [
+        ("Taylor Swift", "Amsterdam"),
+        ("Nova Lights", "Berlin"),
+        ("The Midnight Orbit", "Paris"),
+        ("Arctic Monkeys", "London"),
+        ("Billie Eilish", "Madrid"),
+        ("Coldplay", "Rome"),
+    ];
+    let mut search_event = String::new();
+    for (artist, city) in artists {
+        search_event = create_event(&http, &base, &format!("{artist} Live"), artist, city).await?;
+    }
+    // The search projector indexes asynchronously: wait until the last event is found.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let found: Value = http
+            .get(format!("{base}/search?q=coldplay"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        if found.to_string().contains(&search_event) {
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "search never found the new events"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let writes = race(search_event);
+    let background = {
+        let (mode, mut bounds) = config.open(config.background_rate);
+        bounds.max_time = Duration::from_secs_f64(config.open_s + 0.5);
+        bounds.max_requests = u64::MAX;
+        tokio::spawn(drive(mode, bounds, writes.reserve_explicit(picks.clone())))
+    };
+    let queries = Arc::new(vec![
+        "taylr swfit",
+        "nova",
+        "midnigt orbit",
+        "arctic monkys",
+        "billie",
+        "coldpl",
+        "live amsterdam",
+        "lights",
+    ]);
+    let search_job: Job = {
+        let (http, base) = (http.clone(), base.clone());
+        Arc::new(move |i| {
+            let url = format!("{base}/search?q={}", queries[i as usize % queries.len()]);
+            let http = http.clone();
+            Box::pin(async move {
+                match http.get(url).send().await {
+                    Ok(r) => {
+                        let status = r.status().as_u16();
+                        match r.json::<Value>().await {
+                            Ok(_) => classify(status, &[200], &[]),
+                            Err(_) => Outcome::Error,
+                        }
+                    }
+                    Err(_) => Outcome::Error,
+                }
+            })
+        })
+    };
+    let (mode, bounds) = config.open(config.search_rate);
+    let stats = drive(mode, bounds, search_job).await;
+    results.push("4-search", "frontrow", "GET /search (fixed rate)", stats);
+    let bg = background.await.context("background writes")?;
+    results.push("4-search", "frontrow", "background reserves", bg);
+    races.push(("reserve during search", writes));
+
+    // Every race: the answers, the query side's map and a replay of the journal agree.
+    let replayed = fr.replay().await?;
+    for (name, race) in &races {
+        let after = last_position(&race.log).unwrap_or_else(|| "0:0".into());
+        let res = http
+            .get(format!(
+                "{base}/events/{}/availability?after={after}&wait_ms=10000",
+                race.event
+            ))
+            .send()
+            .await?;
+        anyhow::ensure!(res.status() == 200, "reading the map after the race: {}", res.status());
+        let letters = map_letters(&res.json().await?)?;
+        let event: frontrow_schema::EventId = race.event.parse().context("event id")?;
+        let log_letters = replayed.get(&event).map(state_letters);
+        let check = check_race(
+            &race.event,
+            capacity,
+            &race.log,
+            &letters,
+            Some(log_letters.as_ref() == Some(&letters)),
+        );
+        println!(
+            "  check {name}: {} (reserved {} + booked {} + free {} = {}; sold twice {}; mismatched {})",
+            if check.passed { "ok" } else { "FAILED" },
+            check.reserved,
+            check.booked,
+            check.available,
+            check.capacity,
+            check.seats_sold_twice,
+            check.seats_mismatched
+        );
+        results.checks.push((format!("frontrow: {name}"), check));
+    }
+
+    // 5. The ledger: caught up, then the journal replayed into a fresh one must equal it.
+    let caught_up = fr.ledger_caught_up(Duration::from_secs(60)).await?;
+    anyhow::ensure!(
+        caught_up,
+        "the ledger projector did not catch up with the journal in 60 s"
+    );
+    let (report, equal) = fr.rebuild_and_compare().await?;
+    println!(
+        "  5-replay         frontrow   ledger rebuild: {} records in {:.2}s ({:.0} records/s); ledger equals log: {equal}",
+        report.records,
+        report.elapsed.as_secs_f64(),
+        report.records_per_second()
+    );
+    results.rebuild = Some(json!({
+        "records": report.records,
+        "elapsed_s": report.elapsed.as_secs_f64(),
+        "records_per_s": report.records_per_second(),
+        "ledger": "sqlite (embedded), fresh generation",
+    }));
+    results.ledger_equals_log = Some(equal);
+    fr.stop().await?;
+    Ok(())
+}
+
+/// Waits until FrontRow's ledger projector has applied the previous phase's records, so each
+/// phase starts without a projection backlog competing for the two cores (the baselines have
+/// none). Then a moment for the search projector, which follows the same journal.
+async fn quiet(fr: &FrontRow) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        fr.ledger_caught_up(Duration::from_secs(120)).await?,
+        "the ledger projector did not catch up within 120 s"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(())
+}
+
+/// Reads an availability map: without a validator (`None`: the full map each time) or with
+/// `If-None-Match` of the newest ETag seen (`304` while nothing changed).
+fn map_job(
+    http: &reqwest::Client,
+    url: &str,
+    revalidate: Option<(Arc<std::sync::Mutex<String>>, Arc<AtomicU64>)>,
+) -> Job {
+    let (http, url) = (http.clone(), url.to_owned());
+    Arc::new(move |_| {
+        let (http, url, revalidate) = (http.clone(), url.clone(), revalidate.clone());
+        Box::pin(async move {
+            let mut request = http.get(&url);
+            if let Some((etag, _)) = &revalidate {
+                let tag = etag.lock().expect("etag").clone();
+                if !tag.is_empty() {
+                    request = request.header("if-none-match", tag);
+                }
+            }
+            let Ok(res) = request.send().await else {
+                return Outcome::Error;
+            };
+            let status = res.status().as_u16();
+            let tag = res
+                .headers()
+                .get("etag")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let Ok(body) = res.bytes().await else {
+                return Outcome::Error;
+            };
+            match (status, &revalidate) {
+                (200, _) if body.len() < 1000 => Outcome::Error,
+                (200, Some((etag, _))) => {
+                    if let Some(tag) = tag {
+                        *etag.lock().expect("etag") = tag;
+                    }
+                    Outcome::Ok
+                }
+                (304, Some((_, not_modified))) => {
+                    not_modified.fetch_add(1, Ordering::Relaxed);
+                    Outcome::Ok
+                }
+                (status, _) => classify(status, &[200], &[]),
+            }
+        })
+    })
+}
+
+pub(crate) async fn databases(
+    config: &Config,
+    results: &mut Results,
+    db: &Database,
+    capacity: usize,
+    rows: &[Vec<String>],
+    picks: Arc<Vec<Vec<String>>>,
+) -> anyhow::Result<()> {
+    let seats: Vec<String> = rows.iter().flatten().cloned().collect();
+    // The baselines check tokens with the same code FrontRow uses, under a secret of their own.
+    let auth = Arc::new(frontrow_http::auth::Auth::new(
+        secrecy::SecretString::from(format!("bench-{}", uuid::Uuid::new_v4())),
+        [],
+    ));
+    let tokens = Arc::new(tokens(&auth, config.customers));
+    let designs: Vec<(&'static str, Kind, Option<&str>)> = match &config.redis_url {
+        Some(redis) => vec![
+            ("naive-pg", Kind::NaivePg, None),
+            ("redis-lock", Kind::RedisLock, Some(redis.as_str())),
+        ],
+        None => {
+            results.skipped_baselines.push("redis-lock: no --redis-url".into());
+            vec![("naive-pg", Kind::NaivePg, None)]
+        }
+    };
+    for (name, kind, redis) in designs {
+        println!("{name} baseline (synchronous_commit = on)");
+        let server = baselines::database_server(db, redis, auth.clone(), config.pg_pool).await?;
+        let http = client(config.clients * 2);
+        let race = |event: uuid::Uuid| Race {
+            kind,
+            client: http.clone(),
+            base: format!("http://{}", server.addr),
+            event: event.to_string(),
+            tokens: tokens.clone(),
+            log: Arc::new(RaceLog::default()),
+        };
+        let mut races = Vec::new();
+        let event = uuid::Uuid::now_v7();
+        db.add_event(event, &seats).await?;
+        let explicit = race(event);
+        let (mode, bounds) = config.closed(config.reserve_requests);
+        let max = drive(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
+        let max_rate = max.throughput;
+        results.push("1-hot-onsale", name, "reserve explicit (max)", max);
+        let won = Arc::new(explicit.log.won.lock().expect("race log").clone());
+        if !won.is_empty() {
+            let (mode, bounds) = config.closed(won.len() as u64);
+            let paid = drive(mode, bounds, explicit.pay(won)).await;
+            results.push("1-hot-onsale", name, "pay", paid);
+        }
+        races.push((event, "reserve explicit + pay", explicit));
+        let event = uuid::Uuid::now_v7();
+        db.add_event(event, &seats).await?;
+        let half = race(event);
+        let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
+        let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
+        results.push("1-hot-onsale", name, "reserve explicit (half max)", stats);
+        races.push((event, "reserve at half max", half));
+        server.stop().await?;
+        for (event, phase, race) in races {
+            let stored: BTreeMap<String, char> = db
+                .seats(event)
+                .await?
+                .into_iter()
+                .map(|(seat, (letter, _))| (seat, letter))
+                .collect();
+            let check = check_race(&race.event, capacity, &race.log, &stored, None);
+            println!(
+                "  check {phase}: {} (reserved {} + booked {} + free {} = {}; sold twice {}; mismatched {})",
+                if check.passed { "ok" } else { "FAILED" },
+                check.reserved,
+                check.booked,
+                check.available,
+                check.capacity,
+                check.seats_sold_twice,
+                check.seats_mismatched
+            );
+            results.checks.push((format!("{name}: {phase}"), check));
+        }
+    }
+    Ok(())
+}

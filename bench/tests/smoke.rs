@@ -1,0 +1,89 @@
+//! The harness's smoke run, so it keeps working: every scenario for a few seconds with small
+//! counts, and every race checked. Speed is reported, never asserted.
+
+use frontrow_bench::{Config, run_and_report};
+
+fn checks_pass(results: &frontrow_bench::Results) {
+    assert!(!results.checks.is_empty(), "no race was checked");
+    for (name, check) in &results.checks {
+        assert!(check.passed, "{name}: {check:?}");
+        assert!(check.acknowledged_reservations > 0, "{name}: nobody got a seat");
+    }
+    assert_eq!(results.ledger_equals_log, Some(true), "the ledger differs from the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
+    let out = tempfile::tempdir().unwrap();
+    let config = Config {
+        out_dir: out.path().to_path_buf(),
+        ..Config::smoke()
+    };
+    let (results, path, md) = run_and_report(&config).await.unwrap();
+    checks_pass(&results);
+    for (scenario, target, phase) in [
+        ("0-ceiling", "hello", "GET /hello (first)"),
+        ("0-ceiling", "hello", "GET /hello (last)"),
+        ("1-hot-onsale", "frontrow", "reserve explicit (max)"),
+        ("1-hot-onsale", "frontrow", "pay (simulated provider)"),
+        ("1-hot-onsale", "frontrow", "reserve best-available (max)"),
+        ("1-hot-onsale", "frontrow", "reserve explicit (half max)"),
+        ("2-availability", "frontrow", "map full (200)"),
+        ("2-availability", "frontrow", "map If-None-Match (304)"),
+        ("4-search", "frontrow", "GET /search (fixed rate)"),
+    ] {
+        let stats = results
+            .find(scenario, target, phase)
+            .unwrap_or_else(|| panic!("{scenario} {target} {phase} missing"));
+        assert!(stats.ok > 0, "{scenario} {target} {phase}: no wanted answer: {stats:?}");
+        assert_eq!(stats.errors, 0, "{scenario} {target} {phase}: {stats:?}");
+    }
+    assert!(results.rebuild.is_some());
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(report["profile"], "smoke");
+    assert!(report["machine"]["cpus"].as_u64().unwrap() >= 1);
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let flash = scenarios.iter().find(|s| s["id"] == "3-flash-crowd").unwrap();
+    assert_eq!(flash["available"], false);
+    assert!(report["ratios"]["reserve_vs_hello"].as_f64().unwrap() > 0.0);
+    assert_eq!(report["ratios"]["reserve_vs_naive_pg"], serde_json::Value::Null);
+    assert!(
+        md.contains("| 1-hot-onsale | frontrow | reserve explicit (max) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("not measured"),
+        "the PostgreSQL ratio is not measured without it: {md}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs postgresql and redis: run the README's test command"]
+async fn the_smoke_run_with_the_postgresql_and_redis_baselines() {
+    let out = tempfile::tempdir().unwrap();
+    let config = Config {
+        out_dir: out.path().to_path_buf(),
+        database_url: Some(
+            std::env::var("FRONTROW_DATABASE_URL")
+                .unwrap_or_else(|_| "postgres://frontrow:frontrow@127.0.0.1:5432/frontrow".into()),
+        ),
+        redis_url: Some(std::env::var("FRONTROW_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6390".into())),
+        ..Config::smoke()
+    };
+    let (results, _, md) = run_and_report(&config).await.unwrap();
+    checks_pass(&results);
+    for target in ["naive-pg", "redis-lock"] {
+        for phase in ["reserve explicit (max)", "pay", "reserve explicit (half max)"] {
+            let stats = results
+                .find("1-hot-onsale", target, phase)
+                .unwrap_or_else(|| panic!("{target} {phase} missing"));
+            assert!(stats.ok > 0, "{target} {phase}: {stats:?}");
+            assert_eq!(stats.errors, 0, "{target} {phase}: {stats:?}");
+        }
+        assert!(
+            results.checks.iter().any(|(name, _)| name.starts_with(target)),
+            "{target} races were not checked"
+        );
+    }
+    assert!(!md.contains("skipped"), "{md}");
+}

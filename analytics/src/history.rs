@@ -5,7 +5,10 @@
 //! request does not replay a partition. This module computes the same answer, in the same
 //! [`SeatHistory`] shape, from the log alone: the tests hold the two equal, and
 //! `frontrow analytics seat` prints it when the ledger is not at hand or is suspected wrong.
+//! Times are given to the microsecond, as both ledgers (PostgreSQL `timestamptz`, SQLite) keep
+//! them; the log itself stamps nanoseconds.
 
+use chrono::SubsecRound;
 use frontrow_journal::{Journal, JournalError};
 use frontrow_projector::{SeatHistory, SeatHistoryEntry};
 use frontrow_schema::seatmap::SeatLayout;
@@ -56,7 +59,7 @@ pub async fn seat_history(
                     sequence: env.sequence as i64,
                     kind: kind.to_owned(),
                     reservation_id: reservation.as_uuid(),
-                    at: env.time,
+                    at: env.time.trunc_subsecs(6),
                 });
             }
         },

@@ -90,7 +90,7 @@ pub async fn run(settings: &Settings, args: &AnalyticsArgs) -> anyhow::Result<()
             };
             let show = args.progress || std::io::stderr().is_terminal();
             let mut bar = ProgressBar::new(show);
-            let report = frontrow_analytics::analyse(journal.as_ref(), &options, |p| bar.update(p)).await?;
+            let report = frontrow_analytics::analyse(journal.clone(), &options, |p| bar.update(p)).await?;
             bar.finish();
             match &args.out {
                 Some(dir) => {

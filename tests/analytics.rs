@@ -118,6 +118,19 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_ledger_and_the_query_side(
         .unwrap();
     assert_eq!(res.status(), 200);
     assert_eq!(res.json::<Value>().await.unwrap(), after_booking);
+    let doc: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let params = doc["paths"]["/events/{event_id}/availability"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    assert!(params.iter().any(|p| p["name"] == "at"), "`at` is documented");
 
     // The report, written while the server runs.
     let out = tempfile::tempdir().unwrap();

@@ -54,75 +54,105 @@ pub struct Coverage {
 }
 
 /// Replays the journal, handing every decoded envelope of the chosen event(s) to `sink` in log
-/// order per partition, and reporting progress after each read.
+/// order, one partition after the other, and reporting progress after each read.
 pub async fn replay(
     journal: &dyn Journal,
     options: &ReplayOptions,
     mut sink: impl FnMut(Position, &Envelope),
     mut progress: impl FnMut(Progress),
 ) -> Result<Coverage, JournalError> {
+    let ends = end_offsets(journal, options).await?;
+    let mut coverage = Coverage {
+        end_offsets: ends.clone(),
+        ..Coverage::default()
+    };
+    let mut state = Progress {
+        offsets_total: ends.iter().map(|(_, end)| end).sum(),
+        ..Progress::default()
+    };
+    for (partition, end) in ends {
+        let part = replay_partition(journal, partition, end, options, &mut sink, |offsets, records| {
+            state.offsets_done += offsets;
+            state.records += records;
+            progress(state);
+        })
+        .await?;
+        coverage.records_read += part.records_read;
+        coverage.records_decoded += part.records_decoded;
+        coverage.undecodable += part.undecodable;
+    }
+    state.offsets_done = state.offsets_total;
+    progress(state);
+    Ok(coverage)
+}
+
+/// The partitions a replay reads (the event's, or all) and the end offset of each, noted now.
+pub async fn end_offsets(journal: &dyn Journal, options: &ReplayOptions) -> Result<Vec<(u32, Offset)>, JournalError> {
     let partitions: Vec<u32> = match &options.event {
         Some(event) => vec![partition_of(event, journal.partitions())],
         None => (0..journal.partitions()).collect(),
     };
-    let mut coverage = Coverage::default();
-    for &partition in &partitions {
-        coverage
-            .end_offsets
-            .push((partition, journal.end_offset(partition).await?));
+    let mut ends = Vec::with_capacity(partitions.len());
+    for partition in partitions {
+        ends.push((partition, journal.end_offset(partition).await?));
     }
+    Ok(ends)
+}
+
+/// Replays one partition up to `end` (exclusive); `step` is told, after each read, how many
+/// offsets and records it covered. The returned coverage has no end offsets.
+pub async fn replay_partition(
+    journal: &dyn Journal,
+    partition: u32,
+    end: Offset,
+    options: &ReplayOptions,
+    mut sink: impl FnMut(Position, &Envelope),
+    mut step: impl FnMut(u64, u64),
+) -> Result<Coverage, JournalError> {
     let key = options.event.map(|e| e.to_string().into_bytes());
     let batch = if options.batch == 0 { 5000 } else { options.batch };
-    let mut state = Progress {
-        offsets_total: coverage.end_offsets.iter().map(|(_, end)| end).sum(),
-        ..Progress::default()
-    };
-    for &(partition, end) in &coverage.end_offsets.clone() {
-        let mut from: Offset = 0;
-        'partition: while from < end {
-            let read = journal.read(partition, from, batch).await?;
-            if read.records.is_empty() && read.next <= from {
-                // Visible records end here for now (an open Kafka transaction): what is not
-                // visible was not durable when the replay started either.
-                break;
-            }
-            state.offsets_done += read.next.min(end).saturating_sub(from);
-            from = from.max(read.next);
-            for record in &read.records {
-                if record.offset >= end {
-                    break 'partition;
-                }
-                coverage.records_read += 1;
-                if key.as_ref().is_some_and(|k| *k != record.key) {
-                    continue;
-                }
-                let envelope = match decode(&record.value) {
-                    Ok(envelope) => envelope,
-                    Err(e) => {
-                        coverage.undecodable += 1;
-                        warn!(partition, offset = record.offset, error = %e, "undecodable record skipped");
-                        continue;
-                    }
-                };
-                if options.event.is_some_and(|e| e != envelope.event_id) {
-                    continue;
-                }
-                if options.to.is_some_and(|to| envelope.time > to) {
-                    break 'partition;
-                }
-                coverage.records_decoded += 1;
-                let at = Position {
-                    partition,
-                    offset: record.offset,
-                };
-                sink(at, &envelope);
-            }
-            state.records = coverage.records_read;
-            progress(state);
+    let mut coverage = Coverage::default();
+    let mut from: Offset = 0;
+    'partition: while from < end {
+        let read = journal.read(partition, from, batch).await?;
+        if read.records.is_empty() && read.next <= from {
+            // Visible records end here for now (an open Kafka transaction): what is not
+            // visible was not durable when the replay started either.
+            break;
         }
+        let before = coverage.records_read;
+        let covered = read.next.min(end).saturating_sub(from);
+        from = from.max(read.next);
+        for record in &read.records {
+            if record.offset >= end {
+                break 'partition;
+            }
+            coverage.records_read += 1;
+            if key.as_ref().is_some_and(|k| *k != record.key) {
+                continue;
+            }
+            let envelope = match decode(&record.value) {
+                Ok(envelope) => envelope,
+                Err(e) => {
+                    coverage.undecodable += 1;
+                    warn!(partition, offset = record.offset, error = %e, "undecodable record skipped");
+                    continue;
+                }
+            };
+            if options.event.is_some_and(|e| e != envelope.event_id) {
+                continue;
+            }
+            if options.to.is_some_and(|to| envelope.time > to) {
+                break 'partition;
+            }
+            coverage.records_decoded += 1;
+            let at = Position {
+                partition,
+                offset: record.offset,
+            };
+            sink(at, &envelope);
+        }
+        step(covered, coverage.records_read - before);
     }
-    state.offsets_done = state.offsets_total;
-    state.records = coverage.records_read;
-    progress(state);
     Ok(coverage)
 }

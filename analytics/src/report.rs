@@ -2,6 +2,8 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Context;
 use chrono::{DateTime, Utc};
@@ -9,7 +11,7 @@ use frontrow_journal::Journal;
 use serde::Serialize;
 
 use crate::figures::{EventReport, Figures};
-use crate::replay::{Coverage, Progress, ReplayOptions, replay};
+use crate::replay::{Coverage, Progress, ReplayOptions, end_offsets, replay_partition};
 
 /// The report of one run.
 #[derive(Debug, Clone, Serialize)]
@@ -30,17 +32,74 @@ pub struct Report {
 pub const QUEUE_NOTE: &str =
     "queue joins, admissions and waits are null: the waiting room does not record its facts in the log yet";
 
-/// Replays `journal` as `options` say and folds the figures; `progress` is told how far it got.
+/// Replays `journal` as `options` say and folds the figures; `progress` is told how far it got
+/// (about ten times a second). Partitions are replayed side by side, each into its own
+/// [`Figures`]: an event lives in one partition, so the per-partition results only need to be
+/// put together.
 pub async fn analyse(
-    journal: &dyn Journal,
+    journal: Arc<dyn Journal>,
     options: &ReplayOptions,
-    progress: impl FnMut(Progress),
+    mut progress: impl FnMut(Progress),
 ) -> anyhow::Result<Report> {
     let started = std::time::Instant::now();
-    let mut figures = Figures::new(options.clone());
-    let coverage = replay(journal, options, |at, env| figures.observe(at, env), progress)
+    let ends = end_offsets(journal.as_ref(), options)
         .await
-        .context("reading the journal")?;
+        .context("reading the journal's end offsets")?;
+    let offsets = Arc::new(AtomicU64::new(0));
+    let records = Arc::new(AtomicU64::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for &(partition, end) in &ends {
+        let (journal, options) = (journal.clone(), options.clone());
+        let (offsets, records) = (offsets.clone(), records.clone());
+        tasks.spawn(async move {
+            let mut figures = Figures::new(options.clone());
+            let coverage = replay_partition(
+                journal.as_ref(),
+                partition,
+                end,
+                &options,
+                |at, env| figures.observe(at, env),
+                |o, r| {
+                    offsets.fetch_add(o, Ordering::Relaxed);
+                    records.fetch_add(r, Ordering::Relaxed);
+                },
+            )
+            .await;
+            coverage.map(|c| (c, figures.finish()))
+        });
+    }
+    let total = ends.iter().map(|(_, end)| end).sum();
+    let snapshot = || Progress {
+        records: records.load(Ordering::Relaxed),
+        offsets_done: offsets.load(Ordering::Relaxed),
+        offsets_total: total,
+    };
+    let mut coverage = Coverage {
+        end_offsets: ends.clone(),
+        ..Coverage::default()
+    };
+    let mut events = Vec::new();
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            joined = tasks.join_next() => {
+                let Some(joined) = joined else { break };
+                let (part, reports) = joined
+                    .context("a partition replay failed")?
+                    .context("reading the journal")?;
+                coverage.records_read += part.records_read;
+                coverage.records_decoded += part.records_decoded;
+                coverage.undecodable += part.undecodable;
+                events.extend(reports);
+            }
+            _ = tick.tick() => progress(snapshot()),
+        }
+    }
+    progress(Progress {
+        offsets_done: total,
+        ..snapshot()
+    });
+    events.sort_by_key(|e| e.event_id);
     let elapsed = started.elapsed().as_secs_f64();
     Ok(Report {
         generated_at: Utc::now(),
@@ -49,7 +108,7 @@ pub async fn analyse(
         records_per_second: coverage.records_read as f64 / elapsed.max(1e-9),
         replay_seconds: elapsed,
         coverage,
-        events: figures.finish(),
+        events,
         notes: vec![QUEUE_NOTE.to_owned()],
     })
 }

@@ -631,7 +631,7 @@ async fn the_report_equals_what_the_simulation_did() {
         );
     }
 
-    let report = analyse(onsale.journal.as_ref(), &ReplayOptions::default(), |_| {})
+    let report = analyse(onsale.journal.clone(), &ReplayOptions::default(), |_| {})
         .await
         .unwrap();
     assert_eq!(report.events.len(), 2);
@@ -661,7 +661,7 @@ async fn the_report_equals_what_the_simulation_did() {
 
     // One event only: reads one partition, same figures.
     let one = analyse(
-        onsale.journal.as_ref(),
+        onsale.journal.clone(),
         &ReplayOptions {
             event: Some(onsale.small),
             ..ReplayOptions::default()
@@ -700,7 +700,7 @@ async fn a_time_range_counts_only_what_happened_in_it() {
         to: Some(to),
         batch: 7,
     };
-    let report = analyse(onsale.journal.as_ref(), &options, |_| {}).await.unwrap();
+    let report = analyse(onsale.journal.clone(), &options, |_| {}).await.unwrap();
     let want = expected(&onsale, onsale.big, Some(from), Some(to));
     assert!(want.totals[0] > 10);
     assert_eq!(observed(&report, onsale.big), want);
@@ -750,7 +750,7 @@ async fn the_seat_history_from_the_log_equals_the_ledgers() {
 #[tokio::test]
 async fn the_html_report_is_self_contained_and_has_the_charts() {
     let onsale = simulate(5).await;
-    let report = analyse(onsale.journal.as_ref(), &ReplayOptions::default(), |_| {})
+    let report = analyse(onsale.journal.clone(), &ReplayOptions::default(), |_| {})
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();

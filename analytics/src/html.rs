@@ -14,6 +14,8 @@ use crate::report::Report;
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 240.0;
 const PAD: f64 = 44.0;
+/// Room above the plot for the legend.
+const TOP: f64 = 30.0;
 /// At most this many bars in the stack chart: seconds are bucketed to fit.
 const MAX_BARS: i64 = 120;
 
@@ -152,7 +154,7 @@ fn svg_open(h: &mut String, id: &str, height: f64, label: &str) {
 }
 
 fn axes(h: &mut String, x_label: &str, y_max: u64) {
-    let (x0, y0, x1, y1) = (PAD, HEIGHT - PAD, WIDTH - 10.0, 10.0);
+    let (x0, y0, x1, y1) = (PAD, HEIGHT - PAD, WIDTH - 10.0, TOP);
     let _ = writeln!(
         h,
         "<line x1=\"{x0}\" y1=\"{y0}\" x2=\"{x1}\" y2=\"{y0}\" stroke=\"#444\"/><line x1=\"{x0}\" y1=\"{y0}\" x2=\"{x0}\" y2=\"{y1}\" stroke=\"#444\"/>\
@@ -178,7 +180,7 @@ fn sales_curve(h: &mut String, e: &EventReport) {
     let y_max = e.seats_total.max(1);
     axes(h, &format!("seconds since {}", first.second.format("%H:%M:%S")), y_max);
     let x = |s: i64| PAD + (s - t0) as f64 / span * (WIDTH - 10.0 - PAD);
-    let y = |v: u64| (HEIGHT - PAD) - v as f64 / y_max as f64 * (HEIGHT - PAD - 10.0);
+    let y = |v: u64| (HEIGHT - PAD) - v as f64 / y_max as f64 * (HEIGHT - PAD - TOP);
     let mut points = String::new();
     let mut previous = 0;
     for s in &e.per_second {
@@ -232,7 +234,7 @@ fn stack_chart(h: &mut String, e: &EventReport) {
     );
     let colours = ["#f2a900", "#2da44e", "#cf222e", "#8250df"];
     let bar_w = (WIDTH - 10.0 - PAD) / bars as f64;
-    let scale = (HEIGHT - PAD - 10.0) / y_max as f64;
+    let scale = (HEIGHT - PAD - TOP) / y_max as f64;
     for (i, bucket) in buckets.iter().enumerate() {
         let mut base = HEIGHT - PAD;
         for (v, colour) in bucket.iter().zip(colours) {
@@ -257,7 +259,7 @@ fn stack_chart(h: &mut String, e: &EventReport) {
         let x = PAD + 10.0 + i as f64 * 110.0;
         let _ = write!(
             h,
-            "<rect x=\"{x}\" y=\"12\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{}\" y=\"21\">{name}</text>",
+            "<rect x=\"{x}\" y=\"4\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{}\" y=\"13\">{name}</text>",
             x + 14.0
         );
     }
@@ -271,7 +273,7 @@ fn queue_chart(h: &mut String, q: &QueueFigures) {
     axes(h, "wait (seconds)", y_max);
     let bar_w = (WIDTH - 10.0 - PAD) / q.wait_buckets.len().max(1) as f64;
     for (i, (upper, fans)) in q.wait_buckets.iter().enumerate() {
-        let height = *fans as f64 / y_max as f64 * (HEIGHT - PAD - 10.0);
+        let height = *fans as f64 / y_max as f64 * (HEIGHT - PAD - TOP);
         let x = PAD + i as f64 * bar_w;
         let _ = write!(
             h,
@@ -285,68 +287,71 @@ fn queue_chart(h: &mut String, q: &QueueFigures) {
     h.push_str("</svg>\n");
 }
 
-/// Every seat as a small square, rows left to right and sections top to bottom, coloured from
-/// dark (sold first) to light (sold last); unsold seats grey.
+/// Every seat as a small square, rows left to right and top to bottom within its section, the
+/// sections laid out left to right and wrapped to the page width; coloured from dark (sold
+/// first) to light (sold last), unsold seats grey.
 fn seat_map(h: &mut String, e: &EventReport) {
     const CELL: f64 = 4.0;
-    const LABEL: f64 = 40.0;
+    const GAP: f64 = 12.0;
+    const LABEL: f64 = 12.0;
     let map = e.layout.map();
-    let widest = map
-        .sections
-        .iter()
-        .flat_map(|s| s.rows.iter().map(|r| r.seats))
-        .max()
-        .unwrap_or(1) as f64;
-    let rows: usize = map.sections.iter().map(|s| s.rows.len()).sum();
-    let width = LABEL + widest * CELL + 10.0;
-    let height = rows as f64 * CELL + map.sections.len() as f64 * 6.0 + 30.0;
     let sold: Vec<i64> = e.sold_at.iter().flatten().map(|t| t.timestamp()).collect();
     let (t0, t1) = (
         sold.iter().min().copied().unwrap_or(0),
         sold.iter().max().copied().unwrap_or(0),
     );
     let span = (t1 - t0).max(1) as f64;
-    let _ = writeln!(
+    // Place the sections: (x, y) of each block's top left corner.
+    let mut places = Vec::with_capacity(map.sections.len());
+    let (mut x, mut y, mut line_height, mut width) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for section in &map.sections {
+        let w = f64::from(section.rows.iter().map(|r| r.seats).max().unwrap_or(1)) * CELL;
+        let h = section.rows.len() as f64 * CELL + LABEL;
+        if x > 0.0 && x + w > WIDTH {
+            x = 0.0;
+            y += line_height + GAP;
+            line_height = 0.0;
+        }
+        places.push((x, y));
+        x += w + GAP;
+        width = width.max(x - GAP);
+        line_height = line_height.max(h);
+    }
+    let height = y + line_height;
+    let _ = write!(
         h,
-        "<svg id=\"seatmap-{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"{}\" role=\"img\" aria-label=\"seat map by sale second\" font-family=\"sans-serif\" font-size=\"8\">",
+        "<svg id=\"seatmap-{}\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"{}\" role=\"img\" aria-label=\"seat map by sale second\" font-family=\"sans-serif\" font-size=\"9\">",
         e.event_id,
         width.min(WIDTH)
     );
-    let mut y = 4.0;
-    let mut index = 0usize;
-    for (si, section) in map.sections.iter().enumerate() {
+    for (si, (section, (x, y))) in map.sections.iter().zip(places).enumerate() {
         let _ = write!(
             h,
-            "<text x=\"0\" y=\"{:.1}\">{}</text>",
-            y + 6.0,
+            "<text x=\"{x}\" y=\"{:.1}\">{}</text>",
+            y + 9.0,
             esc(section.code.as_str())
         );
         for (ri, row) in section.rows.iter().enumerate() {
-            let span_row = e.layout.section_rows(si)[ri];
+            let start = e.layout.section_rows(si)[ri].start as usize;
+            let row_y = y + LABEL + ri as f64 * CELL;
             for n in 0..usize::from(row.seats) {
-                let i = span_row.start as usize + n;
-                let colour = match e.sold_at.get(i).copied().flatten() {
+                let colour = match e.sold_at.get(start + n).copied().flatten() {
                     Some(t) => ramp((t.timestamp() - t0) as f64 / span),
                     None => "#d0d7de".to_owned(),
                 };
                 let _ = write!(
                     h,
-                    "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{}\" height=\"{}\" fill=\"{colour}\"/>",
-                    LABEL + n as f64 * CELL,
+                    "<rect x=\"{:.1}\" y=\"{row_y:.1}\" width=\"{}\" height=\"{}\" fill=\"{colour}\"/>",
+                    x + n as f64 * CELL,
                     CELL - 0.5,
                     CELL - 0.5
                 );
-                index += 1;
             }
-            y += CELL;
         }
-        y += 6.0;
     }
-    debug_assert_eq!(index, e.sold_at.len());
     let _ = writeln!(
         h,
-        "<text x=\"{LABEL}\" y=\"{:.1}\">dark: sold first, light: sold last ({}s from first to last sale), grey: unsold</text></svg>",
-        y + 10.0,
+        "</svg>\n<p class=\"note\">Dark: sold first, light: sold last ({}s from the first to the last sale still standing); grey: unsold.</p>",
         t1 - t0
     );
 }

@@ -38,6 +38,11 @@ pub const CACHE_CONTROL_VALUE: &str = "public, max-age=1, stale-while-revalidate
 pub const DEFAULT_WAIT_MS: u64 = 2_000;
 /// The longest `?after=` may wait.
 pub const MAX_WAIT_MS: u64 = 10_000;
+/// Time-travel replays one node runs at once: each may read millions of records, and the live
+/// reads must not wait behind them. More are refused with `503` and `Retry-After`.
+pub const MAX_TRAVELS: usize = 2;
+
+static TRAVELS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_TRAVELS);
 
 /// The query side's OpenAPI description.
 #[derive(OpenApi)]
@@ -260,7 +265,7 @@ async fn event_details(
             content_type = "application/problem+json"),
         (status = 422, description = "`at` needs a longer replay than one request may do", body = Problem,
             content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
+        (status = 503, description = "`after` not visible in time, or too many `at` replays at once", body = Problem,
             content_type = "application/problem+json", headers(("Retry-After" = u32))),
     )
 )]
@@ -286,6 +291,9 @@ async fn availability(
             .ok_or_else(|| unknown_event(&event_id))?;
         return Ok(versioned_json(&headers, version, || body));
     };
+    let _permit = TRAVELS.try_acquire().map_err(|_| {
+        Problem::overloaded("this node is already replaying the log for other past maps; retry shortly")
+    })?;
     let past = crate::travel::replay_to(catalog.journal().as_ref(), event_id, at, TravelLimits::default())
         .await
         .map_err(|e| match e {
@@ -300,6 +308,51 @@ async fn availability(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn past_maps_beyond_the_replay_limit_are_refused_not_queued() {
+        use frontrow_journal::{Journal, Record, SqliteJournal};
+        use tower::ServiceExt;
+
+        let dir = tempfile::tempdir().unwrap();
+        let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.path().join("j.db"), 1).unwrap());
+        let event = EventId::new();
+        let scheduled = frontrow_schema::Envelope {
+            id: uuid::Uuid::now_v7(),
+            event_id: event,
+            sequence: 1,
+            time: "2027-01-01T10:00:00Z".parse().unwrap(),
+            causation_id: None,
+            correlation_id: None,
+            idempotency_key: None,
+            event: frontrow_schema::Event::EventScheduled(serde_json::from_value(serde_json::json!({
+                "event_id": event, "organizer": "acme", "title": "T", "artist": "A", "venue": "V", "city": "C",
+                "starts_at": "2027-02-01T20:00:00Z", "onsale_at": "2027-01-01T10:00:00Z", "hold_minutes": 10,
+                "max_seats_per_order": 4, "currency": "EUR",
+                "seat_map": {"tiers": [{"code": "STD", "name": "Standard", "price": 100}],
+                             "sections": [{"code": "A", "name": "A", "rows": [{"name": "1", "seats": 3, "tier": "STD"}]}]}
+            }))
+            .unwrap()),
+        };
+        let record = Record {
+            key: event.to_string().into_bytes(),
+            value: frontrow_schema::encode(&scheduled),
+        };
+        journal.append(0, vec![record]).await.unwrap();
+        let (catalog, _tasks) = Catalog::start(journal).await.unwrap();
+        let ask = || {
+            let request = axum::http::Request::get(format!("/events/{event}/availability?at=0:0"))
+                .body(axum::body::Body::empty())
+                .unwrap();
+            router(catalog.clone()).oneshot(request)
+        };
+        let busy = TRAVELS.acquire_many(MAX_TRAVELS as u32).await.unwrap();
+        let refused = ask().await.unwrap();
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        drop(busy);
+        assert_eq!(ask().await.unwrap().status(), StatusCode::OK);
+    }
 
     fn headers(values: &[&str]) -> HeaderMap {
         let mut h = HeaderMap::new();

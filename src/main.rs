@@ -78,6 +78,8 @@ enum Cmd {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// Replay the log (read-only) into onsale figures: report.json, per_second.csv, report.html.
+    Analytics(frontrow::analytics_cli::AnalyticsArgs),
 }
 
 #[derive(Subcommand)]
@@ -220,6 +222,10 @@ async fn main() -> anyhow::Result<()> {
                 "{}",
                 auth.mint(&customer, now, now + chrono::Duration::minutes(*ttl_minutes))
             );
+        }
+        Cmd::Analytics(args) => {
+            let settings = settings(&cli)?;
+            frontrow::analytics_cli::run(&settings, args).await?;
         }
         Cmd::Openapi => {
             println!("{}", serde_json::to_string_pretty(&openapi_document())?);

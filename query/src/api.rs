@@ -26,6 +26,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
 use crate::catalog::Catalog;
+use crate::travel::{At, TravelError, TravelLimits};
 use crate::views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SectionAvailability,
 };
@@ -37,6 +38,11 @@ pub const CACHE_CONTROL_VALUE: &str = "public, max-age=1, stale-while-revalidate
 pub const DEFAULT_WAIT_MS: u64 = 2_000;
 /// The longest `?after=` may wait.
 pub const MAX_WAIT_MS: u64 = 10_000;
+/// Time-travel replays one node runs at once: each may read millions of records, and the live
+/// reads must not wait behind them. More are refused with `503` and `Retry-After`.
+pub const MAX_TRAVELS: usize = 2;
+
+static TRAVELS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_TRAVELS);
 
 /// The query side's OpenAPI description.
 #[derive(OpenApi)]
@@ -110,6 +116,24 @@ impl ReadAfter {
             .retry_after(1))
         }
     }
+}
+
+/// The availability read: read-your-writes, or a map of the past.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AvailabilityQuery {
+    /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
+    /// has applied it.
+    #[param(example = "3:1207")]
+    after: Option<String>,
+    /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
+    #[param(minimum = 0, maximum = 10000, default = 2000)]
+    wait_ms: Option<u64>,
+    /// Time travel: the map as it was at this instant, replayed from the log. An RFC 3339 time
+    /// (everything recorded at or before it) or a log position `PARTITION:OFFSET` in the
+    /// event's partition (everything at or before it).
+    #[param(example = "2026-03-01T10:00:05Z")]
+    at: Option<String>,
 }
 
 fn unknown_event(event_id: &EventId) -> Problem {
@@ -218,7 +242,8 @@ async fn event_details(
     Ok(versioned_json(&headers, version, || Bytes::from(body)))
 }
 
-/// The live availability map of one event: counts per section and one letter per seat.
+/// The live availability map of one event: counts per section and one letter per seat; with
+/// `at`, the map as it was at that instant, replayed from the log.
 #[utoipa::path(
     get,
     path = "/events/{event_id}/availability",
@@ -226,7 +251,7 @@ async fn event_details(
     params(
         ("event_id" = EventId, Path, description = "The event"),
         ("If-None-Match" = Option<String>, Header, description = "ETags the client already has"),
-        ReadAfter,
+        AvailabilityQuery,
     ),
     responses(
         (status = 200, description = "The availability map", body = AvailabilityMap,
@@ -234,11 +259,13 @@ async fn event_details(
                     ("Cache-Control" = String))),
         (status = 304, description = "The client's copy is current",
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
+        (status = 400, description = "Malformed `after`, `wait_ms` or `at`", body = Problem,
             content_type = "application/problem+json"),
-        (status = 404, description = "No such event", body = Problem,
+        (status = 404, description = "No such event (at `at`)", body = Problem,
             content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
+        (status = 422, description = "`at` needs a longer replay than one request may do", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 503, description = "`after` not visible in time, or too many `at` replays at once", body = Problem,
             content_type = "application/problem+json", headers(("Retry-After" = u32))),
     )
 )]
@@ -246,19 +273,86 @@ async fn event_details(
 async fn availability(
     State(catalog): State<Arc<Catalog>>,
     ApiPath(event_id): ApiPath<EventId>,
-    ApiQuery(read): ApiQuery<ReadAfter>,
+    ApiQuery(query): ApiQuery<AvailabilityQuery>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
+    let at = match &query.at {
+        Some(at) => Some(at.parse::<At>().map_err(|e| Problem::bad_request("bad-instant", e))?),
+        None => None,
+    };
+    let read = ReadAfter {
+        after: query.after,
+        wait_ms: query.wait_ms,
+    };
     read.wait(&catalog).await?;
-    let (version, body) = catalog
-        .availability_body(&event_id)
-        .ok_or_else(|| unknown_event(&event_id))?;
-    Ok(versioned_json(&headers, version, || body))
+    let Some(at) = at else {
+        let (version, body) = catalog
+            .availability_body(&event_id)
+            .ok_or_else(|| unknown_event(&event_id))?;
+        return Ok(versioned_json(&headers, version, || body));
+    };
+    let _permit = TRAVELS.try_acquire().map_err(|_| {
+        Problem::overloaded("this node is already replaying the log for other past maps; retry shortly")
+    })?;
+    let past = crate::travel::replay_to(catalog.journal().as_ref(), event_id, at, TravelLimits::default())
+        .await
+        .map_err(|e| match e {
+            TravelError::WrongPartition { .. } => Problem::bad_request("bad-instant", e.to_string()),
+            TravelError::TooDeep { .. } => Problem::unprocessable("history-too-deep", e.to_string()),
+            TravelError::Journal(e) => Problem::internal(e),
+        })?
+        .ok_or_else(|| Problem::not_found(format!("event {event_id} did not exist at {at}")))?;
+    Ok(versioned_json(&headers, past.position(), || past.availability_body()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn past_maps_beyond_the_replay_limit_are_refused_not_queued() {
+        use frontrow_journal::{Journal, Record, SqliteJournal};
+        use tower::ServiceExt;
+
+        let dir = tempfile::tempdir().unwrap();
+        let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.path().join("j.db"), 1).unwrap());
+        let event = EventId::new();
+        let scheduled = frontrow_schema::Envelope {
+            id: uuid::Uuid::now_v7(),
+            event_id: event,
+            sequence: 1,
+            time: "2027-01-01T10:00:00Z".parse().unwrap(),
+            causation_id: None,
+            correlation_id: None,
+            idempotency_key: None,
+            event: frontrow_schema::Event::EventScheduled(serde_json::from_value(serde_json::json!({
+                "event_id": event, "organizer": "acme", "title": "T", "artist": "A", "venue": "V", "city": "C",
+                "starts_at": "2027-02-01T20:00:00Z", "onsale_at": "2027-01-01T10:00:00Z", "hold_minutes": 10,
+                "max_seats_per_order": 4, "currency": "EUR",
+                "seat_map": {"tiers": [{"code": "STD", "name": "Standard", "price": 100}],
+                             "sections": [{"code": "A", "name": "A", "rows": [{"name": "1", "seats": 3, "tier": "STD"}]}]}
+            }))
+            .unwrap()),
+        };
+        let record = Record {
+            key: event.to_string().into_bytes(),
+            value: frontrow_schema::encode(&scheduled),
+        };
+        journal.append(0, vec![record]).await.unwrap();
+        let (catalog, _tasks) = Catalog::start(journal).await.unwrap();
+        let ask = || {
+            let request = axum::http::Request::get(format!("/events/{event}/availability?at=0:0"))
+                .body(axum::body::Body::empty())
+                .unwrap();
+            router(catalog.clone()).oneshot(request)
+        };
+        let busy = TRAVELS.acquire_many(MAX_TRAVELS as u32).await.unwrap();
+        let refused = ask().await.unwrap();
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        drop(busy);
+        assert_eq!(ask().await.unwrap().status(), StatusCode::OK);
+    }
 
     fn headers(values: &[&str]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -35,6 +35,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Every event the journal has scheduled, with the live status of its seats.
 pub struct Catalog {
     partitions: Vec<Partition>,
+    /// The followed journal, for reads of the past (time travel).
+    journal: Arc<dyn Journal>,
 }
 
 /// The events of one journal partition and how far its follower got.
@@ -77,7 +79,10 @@ impl Catalog {
             });
             followers.push(follower);
         }
-        let catalog = Arc::new(Self { partitions });
+        let catalog = Arc::new(Self {
+            partitions,
+            journal: journal.clone(),
+        });
         let tasks = followers
             .into_iter()
             .map(|f| tokio::spawn(catalog.clone().follow(f)))
@@ -168,6 +173,11 @@ impl Catalog {
                 debug!(position = %at, %event_id, kind = fact.type_name(), "fact about an unscheduled event skipped");
             }
         }
+    }
+
+    /// The journal this catalog follows.
+    pub fn journal(&self) -> &Arc<dyn Journal> {
+        &self.journal
     }
 
     /// How many partitions the followed journal has.

@@ -8,11 +8,13 @@
 //! until this node has applied it (read your own writes).
 //!
 //! [`live`] is the pure per-event state, [`catalog`] the followers and the shared state,
-//! [`views`] the JSON shapes, [`api`] the HTTP handlers.
+//! [`views`] the JSON shapes, [`api`] the HTTP handlers, [`travel`] the map at an earlier
+//! instant (`?at=`), replayed from the log.
 
 pub mod api;
 pub mod catalog;
 pub mod live;
+pub mod travel;
 pub mod views;
 
 pub use api::{QueryApi, router};

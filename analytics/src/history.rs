@@ -1,0 +1,84 @@
+//! One seat's history, straight from the log.
+//!
+//! The log is the source of a seat's history; the ledger's `seat_history` table (served at
+//! `GET /events/{id}/seats/{seat}/history`) is an index of it, kept by the projector so a support
+//! request does not replay a partition. This module computes the same answer, in the same
+//! [`SeatHistory`] shape, from the log alone: the tests hold the two equal, and
+//! `frontrow analytics seat` prints it when the ledger is not at hand or is suspected wrong.
+//! Times are given to the microsecond, as both ledgers (PostgreSQL `timestamptz`, SQLite) keep
+//! them; the log itself stamps nanoseconds.
+
+use chrono::SubsecRound;
+use frontrow_journal::{Journal, JournalError};
+use frontrow_projector::{SeatHistory, SeatHistoryEntry};
+use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::{Event, EventId, SeatId};
+
+use crate::replay::{ReplayOptions, replay};
+
+/// The seat's history, or `None` when the event is not in the log or its seat map has no such
+/// seat.
+pub async fn seat_history(
+    journal: &dyn Journal,
+    event_id: EventId,
+    seat: &SeatId,
+) -> Result<Option<SeatHistory>, JournalError> {
+    let options = ReplayOptions {
+        event: Some(event_id),
+        ..ReplayOptions::default()
+    };
+    let mut layout: Option<SeatLayout> = None;
+    let mut state = "available";
+    let mut history = Vec::new();
+    replay(
+        journal,
+        &options,
+        |_, env| {
+            let (seats, kind, reservation, to) = match &env.event {
+                Event::EventScheduled(e) => {
+                    if layout.is_none() {
+                        layout = Some(SeatLayout::new(e.seat_map.clone()));
+                    }
+                    return;
+                }
+                Event::SeatMapChanged(e) => {
+                    layout = Some(SeatLayout::new(e.seat_map.clone()));
+                    state = "available";
+                    return;
+                }
+                Event::SeatsReserved(e) => (&e.seats, "held", e.reservation_id, "held"),
+                Event::SeatsBooked(e) => (&e.seats, "booked", e.reservation_id, "booked"),
+                Event::SeatsReleased(e) => (&e.seats, e.reason.as_str(), e.reservation_id, "available"),
+                Event::PaymentRefunded(_) | Event::PaymentFailed(_) => return,
+            };
+            // Like the ledger, only a seat of the map in force is recorded.
+            let in_map = layout.as_ref().is_some_and(|l| l.index_of(seat).is_some());
+            if in_map && seats.contains(seat) {
+                state = to;
+                history.push(SeatHistoryEntry {
+                    sequence: env.sequence as i64,
+                    kind: kind.to_owned(),
+                    reservation_id: reservation.as_uuid(),
+                    at: env.time.trunc_subsecs(6),
+                });
+            }
+        },
+        |_| {},
+    )
+    .await?;
+    let Some(layout) = layout else { return Ok(None) };
+    let Some(index) = layout.index_of(seat) else {
+        return Ok(None);
+    };
+    let span = layout.row_of(index);
+    let section = &layout.map().sections[span.section as usize];
+    Ok(Some(SeatHistory {
+        event_id: event_id.as_uuid(),
+        seat: seat.to_string(),
+        section: section.code.to_string(),
+        tier: section.rows[span.row as usize].tier.to_string(),
+        price: span.price,
+        state: state.to_owned(),
+        history,
+    }))
+}

@@ -1,0 +1,249 @@
+//! Time travel against the live map: the real partition writers (on a manual clock) write an
+//! onsale to a SQLite journal while a real query catalog follows it; at several instants the
+//! test reads the live map through the query API. Afterwards the map `?at=` each instant (as a
+//! log position and as a time) must be exactly what was read live then.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, to_bytes};
+use axum::http::{Request as HttpRequest, StatusCode};
+use chrono::{DateTime, TimeZone, Utc};
+use frontrow_analytics::{At, TravelLimits, availability_at};
+use frontrow_command::clock::{Clock, ManualClock};
+use frontrow_command::domain::{Command, SeatSelection};
+use frontrow_command::writer::{Meta, Request, WriterConfig, Writers};
+use frontrow_journal::{Journal, Position, SqliteJournal};
+use frontrow_query::Catalog;
+use frontrow_schema::*;
+use serde_json::Value;
+use tower::ServiceExt;
+
+async fn get(catalog: &Arc<Catalog>, uri: &str) -> (StatusCode, Value) {
+    let response = frontrow_query::router(catalog.clone())
+        .oneshot(HttpRequest::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+fn seats(ids: &[&str]) -> Vec<SeatId> {
+    ids.iter().map(|s| s.parse().unwrap()).collect()
+}
+
+/// The instants observed live: where the log was, the writer's time, and the map read then.
+struct Seen {
+    position: Position,
+    time: DateTime<Utc>,
+    map: Value,
+}
+
+#[tokio::test]
+async fn the_map_at_an_instant_equals_the_map_read_live_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.path().join("journal.db"), 3).unwrap());
+    let start = Utc.with_ymd_and_hms(2027, 5, 1, 9, 0, 0).unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    let (catalog, _followers) = Catalog::start(journal.clone()).await.unwrap();
+
+    let event = EventId::new();
+    let onsale = start + chrono::Duration::minutes(1);
+    let map: SeatMap = serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900}, {"code": "STD", "name": "Standard", "price": 4500}],
+        "sections": [
+            {"code": "A", "name": "Floor", "rows": [{"name": "1", "seats": 6, "tier": "GOLD"}, {"name": "2", "seats": 6, "tier": "STD"}]},
+            {"code": "B", "name": "Balcony", "rows": [{"name": "1", "seats": 4, "tier": "STD"}]}
+        ]
+    }))
+    .unwrap();
+    let send = |command: Command| {
+        let writers = writers.clone();
+        // A reservation is found again by its Idempotency-Key, which travels in the metadata.
+        let idempotency_key = match &command {
+            Command::Reserve { idempotency_key, .. } => Some(idempotency_key.clone()),
+            _ => None,
+        };
+        async move {
+            writers
+                .send(Request::Command {
+                    event_id: event,
+                    command,
+                    meta: Meta {
+                        idempotency_key,
+                        ..Meta::default()
+                    },
+                })
+                .await
+                .unwrap()
+        }
+    };
+    let mut seen: Vec<Seen> = Vec::new();
+    // Reads the live map once `position` is applied and remembers it.
+    let observe = |position: Position, time: DateTime<Utc>| {
+        let catalog = catalog.clone();
+        async move {
+            let (status, map) = get(&catalog, &format!("/events/{event}/availability?after={position}")).await;
+            assert_eq!(status, StatusCode::OK);
+            Seen { position, time, map }
+        }
+    };
+
+    let scheduled = send(Command::Schedule(Box::new(EventScheduled {
+        event_id: event,
+        organizer: OrganizerId::parse("acme").unwrap(),
+        title: "Time".into(),
+        artist: "Travellers".into(),
+        venue: "Hall".into(),
+        city: "Lyon".into(),
+        tags: vec![],
+        starts_at: start + chrono::Duration::days(20),
+        onsale_at: onsale,
+        hold_minutes: HoldMinutes::new(5).unwrap(),
+        max_seats_per_order: 6,
+        currency: Currency::parse("EUR").unwrap(),
+        seat_map: map,
+    })))
+    .await;
+    seen.push(observe(scheduled.position.unwrap(), clock.now()).await);
+    clock.advance(chrono::Duration::minutes(1));
+
+    let customer = CustomerId::parse("ann").unwrap();
+    let mut reservations = Vec::new();
+    for (i, pick) in [
+        &["A-1-1", "A-1-2"][..],
+        &["A-2-3"],
+        &["B-1-1", "B-1-2", "B-1-3"],
+        &["A-1-6"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let rid = ReservationId::new();
+        let out = send(Command::Reserve {
+            customer: customer.clone(),
+            reservation_id: rid,
+            selection: SeatSelection::Explicit(seats(pick)),
+            idempotency_key: format!("k{i}"),
+        })
+        .await;
+        reservations.push((rid, out.reservation.unwrap().amount));
+        seen.push(observe(out.position.unwrap(), clock.now()).await);
+        clock.advance(chrono::Duration::seconds(1));
+    }
+    let (paid, amount) = reservations[0];
+    let out = send(Command::PaymentSucceeded {
+        reservation_id: paid,
+        payment: Payment {
+            provider_event_id: "evt_1".into(),
+            payment_intent: "pi_1".into(),
+            amount,
+        },
+    })
+    .await;
+    seen.push(observe(out.position.unwrap(), clock.now()).await);
+    clock.advance(chrono::Duration::seconds(1));
+    let out = send(Command::Release {
+        customer: customer.clone(),
+        reservation_id: reservations[1].0,
+    })
+    .await;
+    seen.push(observe(out.position.unwrap(), clock.now()).await);
+
+    // The other holds run out: the writer's timer expires them when the clock jumps.
+    let partition = writers.partition_of(&event);
+    let before = journal.end_offset(partition).await.unwrap();
+    clock.advance(chrono::Duration::minutes(6));
+    let expired_at = clock.now();
+    let mut end = before;
+    for _ in 0..200 {
+        end = journal.end_offset(partition).await.unwrap();
+        if end >= before + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(end >= before + 2, "both holds expired");
+    seen.push(
+        observe(
+            Position {
+                partition,
+                offset: end - 1,
+            },
+            expired_at,
+        )
+        .await,
+    );
+    clock.advance(chrono::Duration::seconds(1));
+    let out = send(Command::Cancel {
+        customer,
+        reservation_id: paid,
+    })
+    .await;
+    seen.push(observe(out.position.unwrap(), clock.now()).await);
+
+    // The maps differ from one instant to the next, so equality below means something.
+    let counts: Vec<&Value> = seen.iter().map(|s| &s.map["seats"]).collect();
+    assert!(counts.windows(2).all(|w| w[0] != w[1]), "{counts:?}");
+
+    for s in &seen {
+        let (status, by_position) = get(&catalog, &format!("/events/{event}/availability?at={}", s.position)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(by_position, s.map, "at position {}", s.position);
+        let time = s.time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let (status, by_time) = get(&catalog, &format!("/events/{event}/availability?at={time}")).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(by_time, s.map, "at time {time}");
+        // The library (and the CLI through it) answers the same.
+        let direct = availability_at(
+            journal.as_ref(),
+            event,
+            At::Position(s.position),
+            TravelLimits::default(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(serde_json::to_value(direct).unwrap(), s.map);
+    }
+    // A time between two instants is the earlier one.
+    let between =
+        (seen[2].time + chrono::Duration::milliseconds(500)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let (_, map) = get(&catalog, &format!("/events/{event}/availability?at={between}")).await;
+    assert_eq!(map, seen[2].map);
+
+    // Bad or impossible instants are problems, not maps.
+    for (at, status, kind) in [
+        ("yesterday".to_owned(), StatusCode::BAD_REQUEST, "bad-instant"),
+        (
+            format!("{}:0", (partition + 1) % 3),
+            StatusCode::BAD_REQUEST,
+            "bad-instant",
+        ),
+        (
+            (start - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            StatusCode::NOT_FOUND,
+            "not-found",
+        ),
+    ] {
+        let (got, problem) = get(&catalog, &format!("/events/{event}/availability?at={at}")).await;
+        assert_eq!(got, status, "{at}: {problem}");
+        assert_eq!(problem["type"], format!("urn:frontrow:problem:{kind}"), "{at}");
+    }
+    let limited = availability_at(
+        journal.as_ref(),
+        event,
+        At::Position(seen.last().unwrap().position),
+        TravelLimits {
+            max_records: 3,
+            batch: 2,
+        },
+    )
+    .await;
+    assert!(matches!(limited, Err(frontrow_analytics::TravelError::TooDeep { .. })));
+    writers.shutdown().await;
+}

@@ -1,0 +1,158 @@
+//! `frontrow analytics` against a live server: the real binary reads the running server's
+//! journal (read-only, beside the writers) and its seat histories and past maps agree with what
+//! the server answers over HTTP: the ledger's seat-history route and `availability?at=`.
+
+mod common;
+
+use chrono::Duration;
+use common::{ORGANIZER_KEY, TestApp};
+use serde_json::Value;
+
+/// Runs `frontrow analytics ARGS` on the app's data directory.
+fn cli(app: &TestApp, args: &[&str]) -> std::process::Output {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
+        .arg("--data-dir")
+        .arg(app.dir.path())
+        .arg("analytics")
+        .args(args)
+        .env("FRONTROW_PARTITIONS", "4")
+        .env("FRONTROW_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "frontrow analytics {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn json_out(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn the_cli_reads_a_live_log_and_agrees_with_the_ledger_and_the_query_side() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let a: Value = app
+        .reserve_seats("alice", event, &["A-1-1", "A-1-2"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = a["reservation_id"].as_str().unwrap();
+    let paid = app.payment_event("payment_intent.succeeded", "evt_cli", event, rid, 20000);
+    assert_eq!(
+        app.webhook(&paid).await.json::<Value>().await.unwrap()["outcome"],
+        "booked"
+    );
+    let after_booking = app.availability(event, None).await;
+    let b: Value = app
+        .reserve_seats("bob", event, &["A-1-3", "B-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let brid = b["reservation_id"].as_str().unwrap();
+    let res = app
+        .post_as("bob", &format!("/events/{event}/reservations/{brid}/release"))
+        .await;
+    assert_eq!(res.status(), 200);
+    let c: Value = app
+        .reserve_seats("carol", event, &["B-1-1"])
+        .await
+        .json()
+        .await
+        .unwrap();
+    app.clock.advance(Duration::minutes(11));
+    let path = format!("/events/{event}/reservations/{}", c["reservation_id"].as_str().unwrap());
+    for _ in 0..100 {
+        let r: Value = app.get_as("carol", &path).await.json().await.unwrap();
+        if r["status"] == "expired" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    // The seat history: the ledger's route (once the projector caught up) equals the log's.
+    for seat in ["A-1-1", "A-1-3", "B-1-1", "B-1-6"] {
+        let from_log = json_out(&cli(&app, &["seat", "--event", &event.to_string(), "--seat", seat]));
+        let mut from_ledger = Value::Null;
+        for _ in 0..100 {
+            let res = app
+                .client
+                .get(app.url(&format!("/events/{event}/seats/{seat}/history")))
+                .header("x-api-key", ORGANIZER_KEY)
+                .send()
+                .await
+                .unwrap();
+            if res.status() == 200 {
+                from_ledger = res.json().await.unwrap();
+                if from_ledger == from_log {
+                    break;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(from_ledger, from_log, "seat {seat}");
+    }
+    let b11 = json_out(&cli(&app, &["seat", "--event", &event.to_string(), "--seat", "B-1-1"]));
+    let kinds: Vec<&str> = b11["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["held", "released", "held", "expired"]);
+
+    // A past map: the CLI and the server's `?at=` both give the map read live after the booking.
+    let position = after_booking["position"].as_str().unwrap();
+    let map = json_out(&cli(&app, &["map", "--event", &event.to_string(), "--at", position]));
+    assert_eq!(map, after_booking);
+    let res = app
+        .client
+        .get(app.url(&format!("/events/{event}/availability?at={position}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.json::<Value>().await.unwrap(), after_booking);
+    let doc: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let params = doc["paths"]["/events/{event_id}/availability"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    assert!(params.iter().any(|p| p["name"] == "at"), "`at` is documented");
+
+    // The report, written while the server runs.
+    let out = tempfile::tempdir().unwrap();
+    let printed = cli(
+        &app,
+        &["--event", &event.to_string(), "--out", out.path().to_str().unwrap()],
+    );
+    assert_eq!(String::from_utf8_lossy(&printed.stdout).lines().count(), 3);
+    let report: Value = serde_json::from_slice(&std::fs::read(out.path().join("report.json")).unwrap()).unwrap();
+    let e = &report["events"][0];
+    assert_eq!(e["event_id"], event.to_string());
+    assert_eq!(
+        (
+            &e["totals"]["reservations"],
+            &e["totals"]["bookings"],
+            &e["totals"]["released"],
+            &e["totals"]["expired"]
+        ),
+        (&Value::from(3), &Value::from(1), &Value::from(1), &Value::from(1))
+    );
+    assert_eq!(e["revenue"]["net"], 20000);
+    assert!(e["queue"].is_null());
+    assert!(out.path().join("per_second.csv").exists() && out.path().join("report.html").exists());
+    app.stop().await;
+}

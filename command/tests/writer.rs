@@ -109,6 +109,7 @@ fn reserve(event_id: EventId, customer: &str, seats: &[&str], key: &str) -> Requ
             reservation_id: ReservationId::new(),
             selection: SeatSelection::Explicit(seats.iter().map(|s| s.parse().unwrap()).collect()),
             idempotency_key: key.into(),
+            admission: None,
         },
         meta: Meta {
             idempotency_key: Some(key.into()),

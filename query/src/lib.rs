@@ -13,6 +13,8 @@
 pub mod api;
 pub mod catalog;
 pub mod live;
+pub mod queue;
+pub mod sse;
 pub mod views;
 
 pub use api::{QueryApi, router};

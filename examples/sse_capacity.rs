@@ -135,7 +135,9 @@ async fn main() -> anyhow::Result<()> {
         .await?
         .json()
         .await?;
-    let resume_from = args.resume.then(|| map["position"].as_str().unwrap_or_default().to_owned());
+    let resume_from = args
+        .resume
+        .then(|| map["position"].as_str().unwrap_or_default().to_owned());
     tokio::time::sleep(Duration::from_millis(500)).await;
     let base_rss = rss_kib(pid)?;
     println!("server pid {pid}, baseline RSS {base_rss} KiB");

@@ -362,6 +362,7 @@ impl App {
                 webhook_tolerance_secs: self.settings.webhook_tolerance_secs,
                 demo,
                 forwarder,
+                auth: self.auth.clone(),
             };
             router = router.merge(frontrow_command::api::router(command));
         }
@@ -407,6 +408,7 @@ impl App {
     ) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         let router = self.router(addr);
+        let self_catalog = self.catalog.clone();
         let Self {
             writers,
             membership,
@@ -415,6 +417,14 @@ impl App {
             ..
         } = self;
         info!(%addr, "listening");
+        // SSE clients never hang up by themselves: end their streams when the stop begins.
+        let streams = self_catalog;
+        let shutdown = async move {
+            shutdown.await;
+            if let Some(catalog) = streams {
+                catalog.close_streams();
+            }
+        };
         let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
         if let Some(membership) = membership {
             membership.leave().await;

@@ -140,6 +140,7 @@ async fn event_log(
                         seats: seats.clone(),
                         hold_until: now + Duration::minutes(10),
                         amount: Money { amount, currency: eur },
+                        admission_ticket: None,
                     }),
                     now,
                 ),

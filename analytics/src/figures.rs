@@ -26,7 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, TimeZone, Utc};
 use frontrow_journal::Position;
 use frontrow_schema::seatmap::SeatLayout;
-use frontrow_schema::{Currency, Envelope, Event, EventId, EventScheduled, ReleaseReason, ReservationId, SeatId};
+use frontrow_schema::{
+    Currency, Envelope, Event, EventId, EventScheduled, QueueEvent, ReleaseReason, ReservationId, SeatId,
+};
 use serde::Serialize;
 
 use crate::replay::ReplayOptions;
@@ -110,17 +112,35 @@ pub struct HeldSeat {
     pub holds: u64,
 }
 
-/// Waiting-room figures. The waiting room's facts are not in the log yet, so this is always
-/// absent (`null`); see the README.
+/// Waiting-room figures of an event that had a queue (`null` for one that had none).
+///
+/// A fan's wait runs from when the queue started moving for them — their join, or the onsale
+/// instant for a fan of the pre-queue (who joined before it) — to their admission.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueueFigures {
+    /// Fans who joined in the range, and of them before the onsale (the lottery's pre-queue).
     pub joins: u64,
+    pub pre_queue_joins: u64,
+    /// Admissions in the range (each a fan let in to shop).
     pub admissions: u64,
+    /// Admissions that ended unused, and admissions a booking used up.
+    pub lapsed: u64,
+    pub spent: u64,
+    /// Fans who left the queue before being let in.
+    pub left: u64,
+    /// Fans told "sold out" while still waiting.
+    pub told_sold_out: u64,
+    pub waitlist_joins: u64,
+    pub waitlist_offers: u64,
+    /// Lower median and 95th percentile (nearest rank) of the waits of the admissions counted.
     pub wait_median_seconds: Option<f64>,
     pub wait_p95_seconds: Option<f64>,
     /// `(upper bound in seconds, fans)` buckets of the waits, for the distribution chart.
     pub wait_buckets: Vec<(f64, u64)>,
 }
+
+/// Upper bounds (seconds) of the wait distribution's buckets; the last bucket holds the rest.
+const WAIT_BUCKETS: [f64; 10] = [1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0];
 
 /// Everything the replay found out about one event.
 #[derive(Debug, Clone, Serialize)]
@@ -189,6 +209,29 @@ struct EventFold {
     payments: i64,
     /// Per (section index, tier code): seats booked, gross, seats refunded, refunded.
     revenue: BTreeMap<(usize, String), (u64, i64, u64, i64)>,
+    /// `Some` once the log shows the event had a queue.
+    queue: Option<QueueFold>,
+}
+
+#[derive(Default)]
+struct QueueFold {
+    /// When each ticket started waiting (its join, or the onsale for the pre-queue).
+    waiting_since: HashMap<u64, DateTime<Utc>>,
+    figures: QueueCounts,
+    wait_ms: Vec<i64>,
+}
+
+#[derive(Default)]
+struct QueueCounts {
+    joins: u64,
+    pre_queue_joins: u64,
+    admissions: u64,
+    lapsed: u64,
+    spent: u64,
+    left: u64,
+    told_sold_out: u64,
+    waitlist_joins: u64,
+    waitlist_offers: u64,
 }
 
 impl EventFold {
@@ -214,6 +257,7 @@ impl EventFold {
             pay_ms: Vec::new(),
             payments: 0,
             revenue: BTreeMap::new(),
+            queue: None,
         };
         fold.reset_seats();
         fold
@@ -330,12 +374,53 @@ impl EventFold {
             }
             // Money facts without seat changes: the figures above already count what they did.
             Event::PaymentRefunded(_) | Event::PaymentFailed(_) => {}
+            Event::Queue(e) => self.observe_queue(e, time, counted),
         }
         if counted && counts != Counts::default() {
             let slot = self.seconds.entry(second).or_default();
             add(slot, &counts);
             add(&mut self.totals, &counts);
             self.sold_total.insert(second, self.booked);
+        }
+    }
+
+    fn observe_queue(&mut self, event: &QueueEvent, time: DateTime<Utc>, counted: bool) {
+        let onsale = self.info.onsale_at;
+        let queue = self.queue.get_or_insert_with(QueueFold::default);
+        let tally = |n: &mut u64| *n += u64::from(counted);
+        match event {
+            QueueEvent::Opened(_) | QueueEvent::Shuffled(_) => {}
+            QueueEvent::Joined(e) => {
+                queue.waiting_since.insert(e.ticket, time.max(onsale));
+                tally(&mut queue.figures.joins);
+                if e.pre_queue {
+                    tally(&mut queue.figures.pre_queue_joins);
+                }
+            }
+            QueueEvent::Admitted(e) => {
+                tally(&mut queue.figures.admissions);
+                if let Some(since) = queue.waiting_since.remove(&e.ticket)
+                    && counted
+                {
+                    queue.wait_ms.push((time - since).num_milliseconds().max(0));
+                }
+            }
+            QueueEvent::Lapsed(_) => tally(&mut queue.figures.lapsed),
+            QueueEvent::Spent(_) => tally(&mut queue.figures.spent),
+            QueueEvent::Left(e) => {
+                // Leaving the waiting list, or giving an admission back, is not leaving the queue.
+                if queue.waiting_since.remove(&e.ticket).is_some() {
+                    tally(&mut queue.figures.left);
+                }
+            }
+            QueueEvent::SoldOut(e) => {
+                if counted {
+                    queue.figures.told_sold_out += e.waiting;
+                }
+                queue.waiting_since.clear();
+            }
+            QueueEvent::WaitlistJoined(_) => tally(&mut queue.figures.waitlist_joins),
+            QueueEvent::WaitlistOffered(_) => tally(&mut queue.figures.waitlist_offers),
         }
     }
 
@@ -416,12 +501,55 @@ impl EventFold {
             conversion,
             revenue,
             most_held_never_bought,
-            queue: None,
+            queue: self.queue.map(QueueFold::finish),
             per_second,
             layout: self.layout,
             sold_at: self.sold_at,
         }
     }
+}
+
+impl QueueFold {
+    fn finish(mut self) -> QueueFigures {
+        self.wait_ms.sort_unstable();
+        let seconds = |ms: i64| ms as f64 / 1000.0;
+        let mut wait_buckets: Vec<(f64, u64)> = WAIT_BUCKETS.iter().map(|&upper| (upper, 0)).collect();
+        let mut beyond = 0;
+        for &ms in &self.wait_ms {
+            match wait_buckets.iter_mut().find(|(upper, _)| seconds(ms) <= *upper) {
+                Some(bucket) => bucket.1 += 1,
+                None => beyond += 1,
+            }
+        }
+        if beyond > 0 {
+            let longest = self.wait_ms.last().copied().map(seconds).unwrap_or_default();
+            wait_buckets.push((longest, beyond));
+        }
+        // Trailing empty buckets say nothing.
+        while wait_buckets.last().is_some_and(|b| b.1 == 0) {
+            wait_buckets.pop();
+        }
+        let c = self.figures;
+        QueueFigures {
+            joins: c.joins,
+            pre_queue_joins: c.pre_queue_joins,
+            admissions: c.admissions,
+            lapsed: c.lapsed,
+            spent: c.spent,
+            left: c.left,
+            told_sold_out: c.told_sold_out,
+            waitlist_joins: c.waitlist_joins,
+            waitlist_offers: c.waitlist_offers,
+            wait_median_seconds: lower_median(&self.wait_ms).map(seconds),
+            wait_p95_seconds: nearest_rank(&self.wait_ms, 95).map(seconds),
+            wait_buckets,
+        }
+    }
+}
+
+/// The `pct`th percentile of sorted values by the nearest-rank method.
+pub fn nearest_rank(sorted: &[i64], pct: usize) -> Option<i64> {
+    (!sorted.is_empty()).then(|| sorted[(sorted.len() * pct).div_ceil(100).max(1) - 1])
 }
 
 fn add(into: &mut Counts, c: &Counts) {
@@ -478,5 +606,176 @@ impl Figures {
     /// The reports, one per event, in event id order.
     pub fn finish(self) -> Vec<EventReport> {
         self.events.into_iter().map(|(id, fold)| fold.finish(id)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+    use frontrow_schema::seatmap::{HoldMinutes, SeatMap};
+    use frontrow_schema::{
+        AdmissionLapsed, AdmissionSpent, CustomerId, FanAdmitted, OrganizerId, QueueJoined, QueueLeft, QueueOpened,
+        QueueShuffled, QueueSoldOut,
+    };
+
+    use super::*;
+
+    fn envelope(event_id: EventId, sequence: u64, time: DateTime<Utc>, event: Event) -> Envelope {
+        Envelope {
+            id: uuid::Uuid::new_v4(),
+            event_id,
+            sequence,
+            time,
+            causation_id: None,
+            correlation_id: None,
+            idempotency_key: None,
+            event,
+        }
+    }
+
+    fn position(offset: u64) -> Position {
+        Position { partition: 0, offset }
+    }
+
+    /// Waits are read off a hand-made log: pre-queue fans wait from the onsale, later fans from
+    /// their join; leavers and fans told "sold out" have no wait.
+    #[test]
+    fn queue_figures_follow_the_queue_facts() {
+        let event_id = EventId::new();
+        let onsale = Utc.with_ymd_and_hms(2026, 6, 1, 10, 0, 0).unwrap();
+        let scheduled = sample_schedule(onsale);
+        let at = |s: i64| onsale + Duration::seconds(s);
+        let fan = |n: u64| CustomerId::parse(&format!("fan{n}")).unwrap();
+        let joined = |n: u64, pre_queue| {
+            Event::Queue(QueueEvent::Joined(QueueJoined {
+                customer: fan(n),
+                ticket: n,
+                pre_queue,
+            }))
+        };
+        let admitted = |n: u64, s: i64| {
+            Event::Queue(QueueEvent::Admitted(FanAdmitted {
+                customer: fan(n),
+                ticket: n,
+                expires_at: at(s + 600),
+            }))
+        };
+        let log = [
+            (at(-3600), Event::EventScheduled(scheduled)),
+            (
+                at(-3500),
+                Event::Queue(QueueEvent::Opened(QueueOpened {
+                    max_size: None,
+                    max_shoppers: 2,
+                    admission_secs: 600,
+                })),
+            ),
+            (at(-600), joined(1, true)),
+            (at(-60), joined(2, true)),
+            (
+                at(0),
+                Event::Queue(QueueEvent::Shuffled(QueueShuffled { seed: 7, pre_queue: 2 })),
+            ),
+            (at(0), admitted(2, 0)),
+            (at(0), admitted(1, 0)),
+            (at(5), joined(3, false)),
+            (at(6), joined(4, false)),
+            (at(7), joined(5, false)),
+            (
+                at(8),
+                Event::Queue(QueueEvent::Left(QueueLeft {
+                    customer: fan(4),
+                    ticket: 4,
+                })),
+            ),
+            (
+                at(20),
+                Event::Queue(QueueEvent::Spent(AdmissionSpent {
+                    customer: fan(2),
+                    ticket: 2,
+                    reservation_id: ReservationId::new(),
+                })),
+            ),
+            (at(45), admitted(3, 45)),
+            (
+                at(600),
+                Event::Queue(QueueEvent::Lapsed(AdmissionLapsed {
+                    customer: fan(1),
+                    ticket: 1,
+                })),
+            ),
+            (at(4000), admitted(5, 4000)),
+            (at(4001), joined(6, false)),
+            (at(4002), Event::Queue(QueueEvent::SoldOut(QueueSoldOut { waiting: 1 }))),
+        ];
+        let mut figures = Figures::new(ReplayOptions::default());
+        for (i, (time, event)) in log.into_iter().enumerate() {
+            figures.observe(position(i as u64), &envelope(event_id, i as u64 + 1, time, event));
+        }
+        let report = figures.finish().remove(0);
+        let q = report.queue.expect("the event had a queue");
+        assert_eq!((q.joins, q.pre_queue_joins, q.admissions), (6, 2, 4));
+        assert_eq!((q.lapsed, q.spent, q.left, q.told_sold_out), (1, 1, 1, 1));
+        // Waits: fan 2 and fan 1 at 0 s (pre-queue, admitted at the onsale), fan 3 40 s, fan 5 3993 s.
+        assert_eq!(q.wait_median_seconds, Some(0.0));
+        assert_eq!(q.wait_p95_seconds, Some(3993.0));
+        assert_eq!(
+            q.wait_buckets,
+            vec![
+                (1.0, 2),
+                (5.0, 0),
+                (10.0, 0),
+                (30.0, 0),
+                (60.0, 1),
+                (120.0, 0),
+                (300.0, 0),
+                (600.0, 0),
+                (1800.0, 0),
+                (3600.0, 0),
+                (3993.0, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_event_without_a_queue_has_no_queue_figures() {
+        let event_id = EventId::new();
+        let onsale = Utc.with_ymd_and_hms(2026, 6, 1, 10, 0, 0).unwrap();
+        let mut figures = Figures::new(ReplayOptions::default());
+        let env = envelope(event_id, 1, onsale, Event::EventScheduled(sample_schedule(onsale)));
+        figures.observe(position(0), &env);
+        assert!(figures.finish()[0].queue.is_none());
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        assert_eq!(nearest_rank(&[], 95), None);
+        assert_eq!(nearest_rank(&[7], 95), Some(7));
+        let hundred: Vec<i64> = (1..=100).collect();
+        assert_eq!(nearest_rank(&hundred, 95), Some(95));
+        assert_eq!(nearest_rank(&hundred, 50), Some(50));
+    }
+
+    fn sample_schedule(onsale: DateTime<Utc>) -> EventScheduled {
+        let seat_map: SeatMap = serde_json::from_value(serde_json::json!({
+            "tiers": [{"code": "STD", "name": "Standard", "price": 4500}],
+            "sections": [{"code": "A", "name": "Floor", "rows": [{"name": "1", "seats": 4, "tier": "STD"}]}]
+        }))
+        .unwrap();
+        EventScheduled {
+            event_id: EventId::new(),
+            organizer: OrganizerId::parse("acme").unwrap(),
+            title: "Queue".into(),
+            artist: "Waiters".into(),
+            venue: "Hall".into(),
+            city: "Lyon".into(),
+            tags: vec![],
+            starts_at: onsale + Duration::days(30),
+            onsale_at: onsale,
+            hold_minutes: HoldMinutes::new(5).unwrap(),
+            max_seats_per_order: 2,
+            currency: Currency::parse("EUR").unwrap(),
+            seat_map,
+        }
     }
 }

@@ -49,7 +49,7 @@ pub async fn seat_history(
                 Event::SeatsReserved(e) => (&e.seats, "held", e.reservation_id, "held"),
                 Event::SeatsBooked(e) => (&e.seats, "booked", e.reservation_id, "booked"),
                 Event::SeatsReleased(e) => (&e.seats, e.reason.as_str(), e.reservation_id, "available"),
-                Event::PaymentRefunded(_) | Event::PaymentFailed(_) => return,
+                Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => return,
             };
             // Like the ledger, only a seat of the map in force is recorded.
             let in_map = layout.as_ref().is_some_and(|l| l.index_of(seat).is_some());

@@ -28,9 +28,8 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// Why the queue figures are absent.
-pub const QUEUE_NOTE: &str =
-    "queue joins, admissions and waits are null: the waiting room does not record its facts in the log yet";
+/// What a `null` queue means.
+pub const QUEUE_NOTE: &str = "queue figures are null for an event that had no waiting room";
 
 /// Replays `journal` as `options` say and folds the figures; `progress` is told how far it got
 /// (about ten times a second). Partitions are replayed side by side, each into its own

@@ -204,6 +204,7 @@ impl Sim {
             reservation_id: rid,
             selection: SeatSelection::Explicit(seats.clone()),
             idempotency_key: key.clone(),
+            admission: None,
         };
         let facts = self.run(event, command, now, Some(&key));
         assert!(matches!(facts.as_slice(), [Event::SeatsReserved(_)]));

@@ -129,6 +129,7 @@ async fn the_map_at_an_instant_equals_the_map_read_live_then() {
             reservation_id: rid,
             selection: SeatSelection::Explicit(seats(pick)),
             idempotency_key: format!("k{i}"),
+            admission: None,
         })
         .await;
         reservations.push((rid, out.reservation.unwrap().amount));

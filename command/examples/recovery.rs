@@ -116,6 +116,7 @@ async fn generate(journal: &dyn Journal, total: usize) {
             reservation_id,
             selection: SeatSelection::BestAvailable { section, count: 2 },
             idempotency_key: format!("k{n}"),
+            admission: None,
         };
         if push(&mut state, event_id, reserve, &mut records) == 0 {
             misses += 1;

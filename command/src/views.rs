@@ -5,7 +5,7 @@ use frontrow_schema::*;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::{EventState, Reservation, ReservationStatus};
+use crate::domain::{EventState, Reservation, ReservationStatus, TicketStatus};
 
 /// A reservation as its customer sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -66,5 +66,37 @@ impl ReservationView {
                 })
                 .collect(),
         }
+    }
+}
+
+/// A fan's place in an event's waiting room, as the writer knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct QueueTicketView {
+    pub event_id: EventId,
+    /// The queue number: the same for every retry of a join.
+    pub ticket: u64,
+    /// `waiting`, `admitted`, `spent`, `lapsed`, `left` or `sold_out`.
+    #[schema(example = "waiting")]
+    pub status: &'static str,
+    /// On the waiting list of a sold-out event rather than in the queue.
+    pub waitlist: bool,
+    /// Until when the admission lasts, once admitted.
+    pub admitted_until: Option<DateTime<Utc>>,
+}
+
+impl QueueTicketView {
+    /// The customer's newest ticket at the event, if they have one.
+    pub fn of(state: &EventState, customer: &CustomerId) -> Option<Self> {
+        let (ticket, t) = state.queue.as_ref()?.ticket_of(customer)?;
+        Some(Self {
+            event_id: state.event_id(),
+            ticket,
+            status: t.status.name(),
+            waitlist: t.waitlist,
+            admitted_until: match t.status {
+                TicketStatus::Admitted { expires_at } => Some(expires_at),
+                _ => None,
+            },
+        })
     }
 }

@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::domain::{self, Command, EventState, Rejection, ReservationStatus};
-use crate::views::ReservationView;
+use crate::views::{QueueTicketView, ReservationView};
 
 /// Metadata a command carries into its envelopes.
 #[derive(Debug, Clone, Default)]
@@ -72,6 +72,8 @@ pub struct Outcome {
     pub position: Option<Position>,
     /// The reservation the command was about, as it is now.
     pub reservation: Option<ReservationView>,
+    /// The caller's queue ticket, for waiting-room commands, as it is now.
+    pub queue: Option<QueueTicketView>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -185,6 +187,7 @@ impl Writers {
             clock: inner.clock.clone(),
             events: HashMap::new(),
             deadlines: BinaryHeap::new(),
+            queue_timers: BinaryHeap::new(),
             last: None,
             rx,
             batch: inner.config.batch.max(1),
@@ -337,6 +340,9 @@ struct Writer {
     events: HashMap<EventId, EventState>,
     /// Hold deadlines, soonest first; stale entries (booked, released) are skipped when popped.
     deadlines: BinaryHeap<Reverse<(DateTime<Utc>, EventId, ReservationId)>>,
+    /// When a waiting room needs moving on without a command: its onsale instant (the lottery)
+    /// and each admission's expiry. Stale entries just advance a queue that has nothing to do.
+    queue_timers: BinaryHeap<Reverse<(DateTime<Utc>, EventId)>>,
     /// The offset of the newest record this writer has written or read.
     last: Option<Offset>,
     rx: mpsc::Receiver<Msg>,
@@ -377,6 +383,8 @@ struct Decided {
     /// Index in the batch's records of this command's last event.
     last_record: Option<usize>,
     reservation: Option<(CustomerId, ReservationId)>,
+    /// The customer whose queue ticket to answer with.
+    queue_customer: Option<CustomerId>,
     /// A read, not a command: a reservation that is not the customer's is not found.
     is_read: bool,
 }
@@ -387,6 +395,7 @@ impl Writer {
         self.journal.claim(self.partition).await?;
         self.events.clear();
         self.deadlines.clear();
+        self.queue_timers.clear();
         self.last = None;
         self.since_snapshot = 0;
         let end = self.journal.end_offset(self.partition).await?;
@@ -413,6 +422,15 @@ impl Writer {
                         .filter(|r| r.status == ReservationStatus::Held)
                     {
                         self.deadlines.push(Reverse((r.hold_until, state.event_id(), r.id)));
+                    }
+                    if let Some(queue) = &state.queue {
+                        if !queue.shuffled {
+                            self.queue_timers
+                                .push(Reverse((state.info.onsale_at, state.event_id())));
+                        }
+                        for &(at, _) in &queue.live {
+                            self.queue_timers.push(Reverse((at, state.event_id())));
+                        }
                     }
                     self.events.insert(state.event_id(), state);
                 }
@@ -454,9 +472,19 @@ impl Writer {
         let mut state = self.events.remove(&env.event_id);
         domain::apply(&mut state, &env.event, env.idempotency_key.as_deref());
         if let Some(state) = state {
-            if let Event::SeatsReserved(e) = &env.event {
-                self.deadlines
-                    .push(Reverse((e.hold_until, env.event_id, e.reservation_id)));
+            match &env.event {
+                Event::SeatsReserved(e) => {
+                    self.deadlines
+                        .push(Reverse((e.hold_until, env.event_id, e.reservation_id)));
+                }
+                Event::Queue(QueueEvent::Opened(_)) if state.queue.as_ref().is_some_and(|q| !q.shuffled) => {
+                    self.queue_timers.push(Reverse((state.info.onsale_at, env.event_id)));
+                }
+                Event::Queue(
+                    QueueEvent::Admitted(FanAdmitted { expires_at, .. })
+                    | QueueEvent::WaitlistOffered(WaitlistOffered { expires_at, .. }),
+                ) => self.queue_timers.push(Reverse((*expires_at, env.event_id))),
+                _ => {}
             }
             self.events.insert(env.event_id, state);
         }
@@ -465,7 +493,13 @@ impl Writer {
     async fn run(mut self) {
         let mut jumps = self.clock.jumps();
         while !self.fenced {
-            let next_deadline = self.deadlines.peek().map(|Reverse((at, ..))| *at);
+            let next_deadline = [
+                self.deadlines.peek().map(|Reverse((at, ..))| *at),
+                self.queue_timers.peek().map(|Reverse((at, _))| *at),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let wait = next_deadline
                 .map(|at| (at - self.clock.now()).to_std().unwrap_or(Duration::ZERO))
                 .unwrap_or(Duration::from_secs(3600));
@@ -497,10 +531,31 @@ impl Writer {
         info!(partition = self.partition, "writer stopped");
     }
 
-    /// Turns every due hold into an `Expire` command, decided in one batch.
+    /// Turns every due hold into an `Expire` command and every due waiting-room timer into an
+    /// `AdvanceQueue`, decided in one batch.
     async fn expire_due(&mut self) {
         let now = self.clock.now();
         let mut batch = Vec::new();
+        let mut queues = Vec::new();
+        while let Some(Reverse((at, event_id))) = self.queue_timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.queue_timers.pop();
+            if !queues.contains(&event_id) {
+                queues.push(event_id);
+            }
+        }
+        for event_id in queues {
+            batch.push(Msg {
+                request: Request::Command {
+                    event_id,
+                    command: Command::AdvanceQueue { seed: rand::random() },
+                    meta: Meta::default(),
+                },
+                reply: None,
+            });
+        }
         while let Some(Reverse((at, event_id, reservation_id))) = self.deadlines.peek().copied() {
             if at > now {
                 break;
@@ -589,6 +644,8 @@ impl Writer {
         let now = self.clock.now();
         let mut records = Vec::new();
         let mut pending = Vec::with_capacity(batch.len());
+        // Events with a waiting room this batch touched, and whether it advanced them already.
+        let mut touched: Vec<(EventId, bool)> = Vec::new();
         for msg in batch {
             let answer = match msg.request {
                 Request::GetReservation {
@@ -600,18 +657,39 @@ impl Writer {
                     recorded: vec![],
                     last_record: None,
                     reservation: Some((customer, reservation_id)),
+                    queue_customer: None,
                     is_read: true,
                 }),
                 Request::Command {
                     event_id,
                     command,
                     meta,
-                } => self.decide_one(event_id, &command, meta, now, &mut records),
+                } => {
+                    let advanced = matches!(command, Command::AdvanceQueue { .. });
+                    let answer = self.decide_one(event_id, &command, meta, now, &mut records);
+                    if self.events.get(&event_id).is_some_and(|s| s.queue.is_some()) {
+                        match touched.iter_mut().find(|(id, _)| *id == event_id) {
+                            Some((_, done)) => *done |= advanced,
+                            None => touched.push((event_id, advanced)),
+                        }
+                    }
+                    answer
+                }
             };
             pending.push(Pending {
                 reply: msg.reply,
                 answer,
             });
+        }
+        // Whatever the batch did to an event with a waiting room (a join, a hold that ended, a
+        // booking) may let fans in: move each such queue on in the same group commit.
+        for (event_id, advanced) in touched {
+            if !advanced {
+                let advance = Command::AdvanceQueue { seed: rand::random() };
+                if let Err(e) = self.decide_one(event_id, &advance, Meta::default(), now, &mut records) {
+                    warn!(partition = self.partition, %event_id, error = %e, "queue not advanced");
+                }
+            }
         }
         let offsets = if records.is_empty() {
             Vec::new()
@@ -646,6 +724,10 @@ impl Writer {
                     let r = state.reservations.get(&id)?;
                     (r.customer == customer).then(|| ReservationView::of(state, r))
                 });
+                let queue = d.queue_customer.and_then(|customer| {
+                    let state = self.events.get(&d.event_id)?;
+                    QueueTicketView::of(state, &customer)
+                });
                 match (d.is_read, target, &reservation) {
                     (true, Some(id), None) => Err(Rejection::UnknownReservation(id).into()),
                     _ => Ok(Outcome {
@@ -656,6 +738,7 @@ impl Writer {
                             offset,
                         }),
                         reservation,
+                        queue,
                     }),
                 }
             });
@@ -721,11 +804,18 @@ impl Writer {
             }
             _ => None,
         };
+        let queue_customer = match command {
+            Command::JoinQueue { customer } | Command::LeaveQueue { customer } | Command::JoinWaitlist { customer } => {
+                Some(customer.clone())
+            }
+            _ => None,
+        };
         Ok(Decided {
             event_id,
             recorded,
             last_record,
             reservation,
+            queue_customer,
             is_read: false,
         })
     }

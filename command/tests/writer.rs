@@ -109,6 +109,7 @@ fn reserve(event_id: EventId, customer: &str, seats: &[&str], key: &str) -> Requ
             reservation_id: ReservationId::new(),
             selection: SeatSelection::Explicit(seats.iter().map(|s| s.parse().unwrap()).collect()),
             idempotency_key: key.into(),
+            admission: None,
         },
         meta: Meta {
             idempotency_key: Some(key.into()),
@@ -348,4 +349,90 @@ async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
         .unwrap();
     let replayed = views(Writers::start(replay_journal, clock.clone(), every(0)).await.unwrap()).await;
     assert_eq!(from_snapshot, replayed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_writer_draws_the_lottery_and_lapses_admissions_on_its_timers() {
+    use frontrow_command::clock::ManualClock;
+    use frontrow_command::domain::QueueSettings;
+
+    let dir = tempfile::tempdir().unwrap();
+    let manual = Arc::new(ManualClock::new(chrono::Utc::now()));
+    let clock: Arc<dyn Clock> = manual.clone();
+    let mut info = event(clock.as_ref());
+    info.onsale_at = clock.now() + Duration::minutes(10);
+    let id = info.event_id;
+    let command = |command| Request::Command {
+        event_id: id,
+        command,
+        meta: Meta::default(),
+    };
+    let join = |who: &str| {
+        command(Command::JoinQueue {
+            customer: CustomerId::parse(who).unwrap(),
+        })
+    };
+    {
+        let writers = Writers::start(gate(&dir), clock.clone(), WriterConfig::default())
+            .await
+            .unwrap();
+        schedule(&writers, info).await;
+        let open = Command::OpenQueue {
+            organizer: OrganizerId::parse("acme").unwrap(),
+            settings: QueueSettings {
+                max_size: None,
+                max_shoppers: 1,
+                admission_secs: 60,
+            },
+        };
+        writers.send(command(open)).await.unwrap();
+        for who in ["ann", "ben", "cat"] {
+            let ticket = writers.send(join(who)).await.unwrap().queue.unwrap();
+            assert_eq!(ticket.status, "waiting");
+        }
+        // A graceful stop stores a snapshot: the restart below starts from it.
+        writers.shutdown().await;
+    }
+    let journal = gate(&dir);
+    assert!(journal.load_snapshot(0).await.unwrap().is_some());
+    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    // What the log says: (joined tickets, the lottery's seed, admitted tickets, lapsed tickets).
+    let facts = || async {
+        let (mut joined, mut seed, mut admitted, mut lapsed) = (Vec::new(), None, Vec::new(), Vec::new());
+        for record in frontrow_journal::conformance::read_all(journal.as_ref(), 0).await {
+            match decode(&record.value).unwrap().event {
+                Event::Queue(QueueEvent::Joined(j)) => joined.push(j.ticket),
+                Event::Queue(QueueEvent::Shuffled(s)) => seed = Some(s.seed),
+                Event::Queue(QueueEvent::Admitted(a)) => admitted.push(a.ticket),
+                Event::Queue(QueueEvent::Lapsed(l)) => lapsed.push(l.ticket),
+                _ => {}
+            }
+        }
+        (joined, seed, admitted, lapsed)
+    };
+    let wait_for = |admissions: usize, lapses: usize| async move {
+        for _ in 0..200 {
+            let (_, _, admitted, lapsed) = facts().await;
+            if (admitted.len(), lapsed.len()) == (admissions, lapses) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("never {admissions} admissions and {lapses} lapses: {:?}", facts().await);
+    };
+    // The onsale timer, restored from the snapshot, draws the lottery and lets one fan in.
+    manual.advance(Duration::minutes(10));
+    wait_for(1, 0).await;
+    // The admission runs out unused: it lapses on its timer and the next fan comes in.
+    manual.advance(Duration::seconds(60));
+    wait_for(2, 1).await;
+    writers.shutdown().await;
+
+    // Who was let in, in the order the recorded seed gives.
+    let (mut joined, seed, admitted, lapsed) = facts().await;
+    lottery_order(seed.expect("the lottery was drawn"), &mut joined);
+    assert_eq!(admitted, joined[..2]);
+    assert_eq!(lapsed, joined[..1]);
 }

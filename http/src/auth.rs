@@ -102,7 +102,7 @@ impl Auth {
         }
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
+    pub(crate) fn mac(&self) -> Hmac<Sha256> {
         Hmac::<Sha256>::new_from_slice(self.token_secret.expose_secret().as_bytes()).expect("HMAC takes any key length")
     }
 

@@ -6,6 +6,7 @@
 //! malformed request into such a problem. [`auth`] says who is calling: organizers by API key,
 //! customers by a signed bearer token.
 
+pub mod admission;
 pub mod auth;
 mod extract;
 mod problem;

@@ -292,6 +292,8 @@ impl Fold {
                     ],
                 );
             }
+            // The waiting room moves no seats and no money.
+            Event::Queue(_) => {}
         }
     }
 

@@ -47,12 +47,18 @@ static TRAVELS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_T
 /// The query side's OpenAPI description.
 #[derive(OpenApi)]
 #[openapi(
-    paths(list_events, event_details, availability),
+    paths(
+        list_events, event_details, availability, crate::sse::seat_stream, crate::sse::my_queue_status,
+        crate::sse::my_queue_stream
+    ),
     components(schemas(
         EventList, EventSummary, EventDetails, AvailabilityMap, SectionAvailability,
-        RowAvailability, SeatCounts, Legend, Problem
+        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus
     )),
-    tags((name = "events", description = "Events, seat maps and live availability"))
+    tags(
+        (name = "events", description = "Events, seat maps and live availability"),
+        (name = "queue", description = "The virtual waiting room")
+    )
 )]
 pub struct QueryApi;
 
@@ -62,6 +68,9 @@ pub fn router(catalog: Arc<Catalog>) -> Router {
         .route("/events", get(list_events))
         .route("/events/{event_id}", get(event_details))
         .route("/events/{event_id}/availability", get(availability))
+        .route("/events/{event_id}/seats/stream", get(crate::sse::seat_stream))
+        .route("/events/{event_id}/queue/me", get(crate::sse::my_queue_status))
+        .route("/events/{event_id}/queue/me/stream", get(crate::sse::my_queue_stream))
         .with_state(catalog)
 }
 

@@ -20,7 +20,7 @@ use bytes::Bytes;
 use frontrow_journal::{Follower, Journal, Offset, Position, StoredRecord};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{Envelope, Event, EventId, SeatId, decode};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
@@ -35,8 +35,58 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Every event the journal has scheduled, with the live status of its seats.
 pub struct Catalog {
     partitions: Vec<Partition>,
-    /// The followed journal, for reads of the past (time travel).
+    /// The followed journal, read again for time travel and to replay seat changes a
+    /// reconnecting SSE client missed.
     journal: Arc<dyn Journal>,
+    /// Set when the node shuts down: open SSE streams end so a graceful stop does not wait
+    /// for clients that never hang up.
+    closing: watch::Sender<bool>,
+}
+
+/// How many applied batches of seat changes a live SSE subscriber may fall behind before it is
+/// dropped (it reconnects with `Last-Event-ID` and catches up from the journal).
+pub const DELTA_BACKLOG: usize = 256;
+
+/// One record's change to an event's seats, as pushed to SSE subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeatDelta {
+    /// The record's position: the SSE event id.
+    pub position: Position,
+    pub event_id: EventId,
+    pub change: SeatChange,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeatChange {
+    /// These seats now have this status.
+    Seats { seats: Vec<SeatId>, status: SeatStatus },
+    /// The seat map was replaced: every seat is available again under the new map.
+    Reset,
+}
+
+/// The seat changes among some envelopes.
+pub fn seat_deltas<'a>(envelopes: impl IntoIterator<Item = &'a (Position, Envelope)>) -> Vec<SeatDelta> {
+    envelopes
+        .into_iter()
+        .filter_map(|(at, env)| {
+            let seats = |seats: &[SeatId], status| SeatChange::Seats {
+                seats: seats.to_vec(),
+                status,
+            };
+            let change = match &env.event {
+                Event::SeatsReserved(e) => seats(&e.seats, SeatStatus::Held),
+                Event::SeatsBooked(e) => seats(&e.seats, SeatStatus::Booked),
+                Event::SeatsReleased(e) => seats(&e.seats, SeatStatus::Available),
+                Event::SeatMapChanged(_) => SeatChange::Reset,
+                _ => return None,
+            };
+            Some(SeatDelta {
+                position: *at,
+                event_id: env.event_id,
+                change,
+            })
+        })
+        .collect()
 }
 
 /// The events of one journal partition and how far its follower got.
@@ -46,6 +96,8 @@ struct Partition {
     applied: watch::Sender<Offset>,
     /// The partition's end when the node started; reaching it means this partition caught up.
     end_at_start: Offset,
+    /// Seat changes of each applied batch, for SSE subscribers (bounded: see [`DELTA_BACKLOG`]).
+    deltas: broadcast::Sender<Arc<Vec<SeatDelta>>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -76,12 +128,14 @@ impl Catalog {
                 events: RwLock::new(HashMap::new()),
                 applied: watch::Sender::new(0),
                 end_at_start,
+                deltas: broadcast::Sender::new(DELTA_BACKLOG),
             });
             followers.push(follower);
         }
         let catalog = Arc::new(Self {
             partitions,
             journal: journal.clone(),
+            closing: watch::Sender::new(false),
         });
         let tasks = followers
             .into_iter()
@@ -143,8 +197,83 @@ impl Catalog {
                 self.apply_one(&mut events, *at, envelope);
             }
         }
-        // Publish after the lock is released, so whoever wakes up sees the new state.
+        // Publish after the lock is released, so whoever wakes up sees the new state; the
+        // position before the deltas, so an SSE client that reads the position after
+        // subscribing gets every later batch through its subscription.
         part.applied.send_replace(next);
+        if part.deltas.receiver_count() > 0 {
+            let deltas = seat_deltas(&envelopes);
+            if !deltas.is_empty() {
+                // No subscriber left is fine: nobody is listening.
+                let _ = part.deltas.send(Arc::new(deltas));
+            }
+        }
+    }
+
+    /// Ends every open SSE stream (graceful shutdown); new ones end at once.
+    pub fn close_streams(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Resolves once [`Catalog::close_streams`] was called.
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut closing = self.closing.subscribe();
+        async move {
+            let _ = closing.wait_for(|c| *c).await;
+        }
+    }
+
+    /// Subscribes to the seat changes of `partition`'s future batches.
+    pub fn subscribe_deltas(&self, partition: u32) -> Option<broadcast::Receiver<Arc<Vec<SeatDelta>>>> {
+        self.partitions.get(partition as usize).map(|p| p.deltas.subscribe())
+    }
+
+    /// Waits until `partition` applies anything new (for waiting-room status streams).
+    pub fn watch_applied(&self, partition: u32) -> Option<watch::Receiver<Offset>> {
+        self.partitions.get(partition as usize).map(|p| p.applied.subscribe())
+    }
+
+    /// The seat changes of `event_id` recorded at offsets `from..to` of its partition, read
+    /// back from the journal (at most `limit` records read; `None` if the range is longer).
+    pub async fn seat_deltas_between(
+        &self,
+        event_id: &EventId,
+        from: Offset,
+        to: Offset,
+        limit: usize,
+    ) -> anyhow::Result<Option<Vec<SeatDelta>>> {
+        let partition = partition_of(event_id, self.partitions());
+        let mut at = from;
+        let mut read = 0;
+        let mut deltas = Vec::new();
+        while at < to {
+            let batch = self.journal.read(partition, at, BATCH).await?;
+            if batch.records.is_empty() && batch.next <= at {
+                break;
+            }
+            at = at.max(batch.next);
+            read += batch.records.len();
+            if read > limit {
+                return Ok(None);
+            }
+            let envelopes: Vec<(Position, Envelope)> = batch
+                .records
+                .iter()
+                .filter(|r| r.offset < to)
+                .filter_map(|r| {
+                    let env = decode(&r.value).ok().filter(|e| &e.event_id == event_id)?;
+                    Some((
+                        Position {
+                            partition,
+                            offset: r.offset,
+                        },
+                        env,
+                    ))
+                })
+                .collect();
+            deltas.extend(seat_deltas(&envelopes));
+        }
+        Ok(Some(deltas))
     }
 
     fn apply_one(&self, events: &mut HashMap<EventId, LiveEvent>, at: Position, envelope: &Envelope) {
@@ -159,6 +288,9 @@ impl Catalog {
             }
             (Event::EventScheduled(_), Entry::Occupied(_)) => {
                 warn!(position = %at, %event_id, "event scheduled twice, first schedule kept");
+            }
+            (Event::Queue(fact), Entry::Occupied(mut slot)) => {
+                slot.get_mut().apply_queue(fact, at, envelope.time);
             }
             (fact, Entry::Occupied(mut slot)) => {
                 let applied = slot.get_mut().apply(fact, at);

@@ -14,6 +14,8 @@
 pub mod api;
 pub mod catalog;
 pub mod live;
+pub mod queue;
+pub mod sse;
 pub mod travel;
 pub mod views;
 

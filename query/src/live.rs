@@ -9,9 +9,12 @@
 use std::sync::OnceLock;
 
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use frontrow_journal::Position;
 use frontrow_schema::seatmap::SeatLayout;
-use frontrow_schema::{Event, EventScheduled, SeatId};
+use frontrow_schema::{Event, EventScheduled, QueueEvent, SeatId};
+
+use crate::queue::QueueLive;
 
 use crate::views::{
     AvailabilityMap, EventDetails, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus, SectionAvailability,
@@ -33,6 +36,10 @@ pub struct LiveEvent {
     position: Position,
     /// The JSON availability map of this version, built on first read.
     body: OnceLock<Bytes>,
+    /// The waiting room, if the organizer opened one.
+    queue: Option<QueueLive>,
+    /// The last record that changed the waiting room: the version of every fan's status.
+    queue_version: Option<Position>,
 }
 
 /// What applying one fact did.
@@ -55,6 +62,8 @@ impl LiveEvent {
             total: SeatCounts::default(),
             position: at,
             body: OnceLock::new(),
+            queue: None,
+            queue_version: None,
         };
         event.reset_seats();
         event
@@ -73,13 +82,24 @@ impl LiveEvent {
             Event::SeatsReserved(e) => applied = self.set(&e.seats, SeatStatus::Held),
             Event::SeatsBooked(e) => applied = self.set(&e.seats, SeatStatus::Booked),
             Event::SeatsReleased(e) => applied = self.set(&e.seats, SeatStatus::Available),
-            Event::PaymentRefunded(_) | Event::PaymentFailed(_) => {}
+            Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => {}
         }
         if applied.changed {
             self.position = at;
             self.body = OnceLock::new();
         }
         applied
+    }
+
+    /// Records a waiting-room fact read at `at`, written at `time`.
+    pub fn apply_queue(&mut self, event: &QueueEvent, at: Position, time: DateTime<Utc>) {
+        self.queue.get_or_insert_with(QueueLive::default).apply(event, time);
+        self.queue_version = Some(at);
+    }
+
+    /// The waiting room and its version, if the event has one.
+    pub fn queue(&self) -> Option<(&QueueLive, Position)> {
+        Some((self.queue.as_ref()?, self.queue_version?))
     }
 
     fn reset_seats(&mut self) {
@@ -269,6 +289,7 @@ mod tests {
                 amount: 0,
                 currency: Currency::parse("EUR").unwrap(),
             },
+            admission_ticket: None,
         })
     }
 

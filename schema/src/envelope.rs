@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::events::*;
 use crate::ids::EventId;
+use crate::queue::QueueEvent;
 
 /// The version of the payload schema this code writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -119,6 +120,18 @@ pub fn encode(env: &Envelope) -> Vec<u8> {
         Event::SeatsReleased(e) => out(env, e),
         Event::PaymentRefunded(e) => out(env, e),
         Event::PaymentFailed(e) => out(env, e),
+        Event::Queue(q) => match q {
+            QueueEvent::Opened(e) => out(env, e),
+            QueueEvent::Joined(e) => out(env, e),
+            QueueEvent::Shuffled(e) => out(env, e),
+            QueueEvent::Admitted(e) => out(env, e),
+            QueueEvent::Lapsed(e) => out(env, e),
+            QueueEvent::Spent(e) => out(env, e),
+            QueueEvent::Left(e) => out(env, e),
+            QueueEvent::SoldOut(e) => out(env, e),
+            QueueEvent::WaitlistJoined(e) => out(env, e),
+            QueueEvent::WaitlistOffered(e) => out(env, e),
+        },
     }
 }
 
@@ -140,6 +153,16 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
         ("frontrow.seats.released", 1) => Event::SeatsReleased(payload(&wire.ty, raw)?),
         ("frontrow.payment.refunded", 1) => Event::PaymentRefunded(payload(&wire.ty, raw)?),
         ("frontrow.payment.failed", 1) => Event::PaymentFailed(payload(&wire.ty, raw)?),
+        ("frontrow.queue.opened", 1) => Event::Queue(QueueEvent::Opened(payload(&wire.ty, raw)?)),
+        ("frontrow.queue.joined", 1) => Event::Queue(QueueEvent::Joined(payload(&wire.ty, raw)?)),
+        ("frontrow.queue.shuffled", 1) => Event::Queue(QueueEvent::Shuffled(payload(&wire.ty, raw)?)),
+        ("frontrow.queue.admitted", 1) => Event::Queue(QueueEvent::Admitted(payload(&wire.ty, raw)?)),
+        ("frontrow.queue.admission_lapsed", 1) => Event::Queue(QueueEvent::Lapsed(payload(&wire.ty, raw)?)),
+        ("frontrow.queue.admission_spent", 1) => Event::Queue(QueueEvent::Spent(payload(&wire.ty, raw)?)),
+        ("frontrow.queue.left", 1) => Event::Queue(QueueEvent::Left(payload(&wire.ty, raw)?)),
+        ("frontrow.queue.sold_out", 1) => Event::Queue(QueueEvent::SoldOut(payload(&wire.ty, raw)?)),
+        ("frontrow.waitlist.joined", 1) => Event::Queue(QueueEvent::WaitlistJoined(payload(&wire.ty, raw)?)),
+        ("frontrow.waitlist.offered", 1) => Event::Queue(QueueEvent::WaitlistOffered(payload(&wire.ty, raw)?)),
         (ty, v) => return Err(DecodeError::UnknownType(ty.to_owned(), v)),
     };
     Ok(Envelope {

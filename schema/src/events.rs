@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{CustomerId, EventId, OrganizerId, ReservationId};
+use crate::queue::QueueEvent;
 use crate::seatmap::{Currency, HoldMinutes, Money, SeatId, SeatMap};
 
 /// Every fact FrontRow records.
@@ -21,6 +22,8 @@ pub enum Event {
     SeatsReleased(SeatsReleased),
     PaymentRefunded(PaymentRefunded),
     PaymentFailed(PaymentFailed),
+    /// The virtual waiting room (see [`crate::queue`]).
+    Queue(QueueEvent),
 }
 
 impl Event {
@@ -34,6 +37,7 @@ impl Event {
             Event::SeatsReleased(_) => "frontrow.seats.released",
             Event::PaymentRefunded(_) => "frontrow.payment.refunded",
             Event::PaymentFailed(_) => "frontrow.payment.failed",
+            Event::Queue(q) => q.type_name(),
         }
     }
 
@@ -85,6 +89,10 @@ pub struct SeatsReserved {
     pub hold_until: DateTime<Utc>,
     /// What the customer has to pay for these seats.
     pub amount: Money,
+    /// The queue ticket whose admission this hold uses, for an event with a waiting room.
+    /// Absent otherwise (and in holds written before waiting rooms existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_ticket: Option<u64>,
 }
 
 /// A payment the provider reported, identified by its webhook event id.

@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod events;
 pub mod ids;
 pub mod partition;
+pub mod queue;
 pub mod seatmap;
 
 pub use envelope::{DecodeError, Envelope, decode, encode};
@@ -19,6 +20,10 @@ pub use events::{
     SeatsBooked, SeatsReleased, SeatsReserved,
 };
 pub use ids::{CustomerId, EventId, InvalidId, OrganizerId, ReservationId};
+pub use queue::{
+    AdmissionLapsed, AdmissionSpent, FanAdmitted, QueueEvent, QueueJoined, QueueLeft, QueueOpened, QueueShuffled,
+    QueueSoldOut, WaitlistJoined, WaitlistOffered, lottery_order,
+};
 pub use seatmap::{
     Currency, HoldMinutes, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section, SectionCode, TierCode,
 };

@@ -122,6 +122,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     seats: seats(&["FLA-1-7", "FLA-1-8"]),
                     hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 3).unwrap(),
                     amount: money(25800),
+                    admission_ticket: None,
                 }),
             ),
         ),
@@ -173,6 +174,130 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                 }),
             ),
         ),
+        (
+            "seats_reserved_with_admission",
+            envelope(
+                9,
+                Event::SeatsReserved(SeatsReserved {
+                    reservation_id: reservation,
+                    customer: CustomerId::parse("bob").unwrap(),
+                    seats: seats(&["101-A-3"]),
+                    hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 9).unwrap(),
+                    amount: money(5900),
+                    admission_ticket: Some(17),
+                }),
+            ),
+        ),
+    ]
+    .into_iter()
+    .chain(queue_cases())
+    .collect()
+}
+
+fn queue_cases() -> Vec<(&'static str, Envelope)> {
+    let bob = || CustomerId::parse("bob").unwrap();
+    let until = Utc.with_ymd_and_hms(2026, 3, 1, 10, 5, 0).unwrap();
+    let q = |seq, e| envelope(seq, Event::Queue(e));
+    vec![
+        (
+            "queue_opened",
+            q(
+                10,
+                QueueEvent::Opened(QueueOpened {
+                    max_size: Some(100_000),
+                    max_shoppers: 500,
+                    admission_secs: 600,
+                }),
+            ),
+        ),
+        (
+            "queue_joined",
+            q(
+                11,
+                QueueEvent::Joined(QueueJoined {
+                    customer: bob(),
+                    ticket: 17,
+                    pre_queue: true,
+                }),
+            ),
+        ),
+        (
+            "queue_shuffled",
+            q(
+                12,
+                QueueEvent::Shuffled(QueueShuffled {
+                    seed: 0x5EED_0000_0000_0042,
+                    pre_queue: 2048,
+                }),
+            ),
+        ),
+        (
+            "queue_admitted",
+            q(
+                13,
+                QueueEvent::Admitted(FanAdmitted {
+                    customer: bob(),
+                    ticket: 17,
+                    expires_at: until,
+                }),
+            ),
+        ),
+        (
+            "queue_admission_lapsed",
+            q(
+                14,
+                QueueEvent::Lapsed(AdmissionLapsed {
+                    customer: bob(),
+                    ticket: 17,
+                }),
+            ),
+        ),
+        (
+            "queue_admission_spent",
+            q(
+                15,
+                QueueEvent::Spent(AdmissionSpent {
+                    customer: bob(),
+                    ticket: 17,
+                    reservation_id: ReservationId::from_uuid(uuid(0x42)),
+                }),
+            ),
+        ),
+        (
+            "queue_left",
+            q(
+                16,
+                QueueEvent::Left(QueueLeft {
+                    customer: bob(),
+                    ticket: 18,
+                }),
+            ),
+        ),
+        (
+            "queue_sold_out",
+            q(17, QueueEvent::SoldOut(QueueSoldOut { waiting: 95_000 })),
+        ),
+        (
+            "waitlist_joined",
+            q(
+                18,
+                QueueEvent::WaitlistJoined(WaitlistJoined {
+                    customer: bob(),
+                    ticket: 100_001,
+                }),
+            ),
+        ),
+        (
+            "waitlist_offered",
+            q(
+                19,
+                QueueEvent::WaitlistOffered(WaitlistOffered {
+                    customer: bob(),
+                    ticket: 100_001,
+                    expires_at: until,
+                }),
+            ),
+        ),
     ]
 }
 
@@ -191,6 +316,16 @@ fn every_event_type_has_a_golden_file() {
         "frontrow.seats.released",
         "frontrow.payment.refunded",
         "frontrow.payment.failed",
+        "frontrow.queue.opened",
+        "frontrow.queue.joined",
+        "frontrow.queue.shuffled",
+        "frontrow.queue.admitted",
+        "frontrow.queue.admission_lapsed",
+        "frontrow.queue.admission_spent",
+        "frontrow.queue.left",
+        "frontrow.queue.sold_out",
+        "frontrow.waitlist.joined",
+        "frontrow.waitlist.offered",
     ] {
         assert!(names.contains(&ty), "no golden case for {ty}");
     }

@@ -163,7 +163,9 @@ impl PartitionState {
             Event::SeatsReserved(e) => t.set(&e.seats, Seat::Held),
             Event::SeatsBooked(e) => t.set(&e.seats, Seat::Booked),
             Event::SeatsReleased(e) => t.set(&e.seats, Seat::Available),
-            Event::EventScheduled(_) | Event::PaymentRefunded(_) | Event::PaymentFailed(_) => return false,
+            Event::EventScheduled(_) | Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => {
+                return false;
+            }
         }
         true
     }
@@ -385,6 +387,7 @@ mod tests {
                 amount: 0,
                 currency: Currency::parse("EUR").unwrap(),
             },
+            admission_ticket: None,
         });
         let changed = state.apply(&[record(0, id, scheduled), record(1, id, hold)]);
         assert_eq!(

@@ -8,6 +8,7 @@
 
 mod demo;
 mod events;
+mod queue;
 mod reservations;
 mod webhooks;
 
@@ -41,6 +42,8 @@ pub struct CommandState {
     pub demo: Option<Arc<Demo>>,
     /// Forwards requests for partitions other nodes own (command nodes in a group).
     pub forwarder: Option<Arc<crate::forward::Forwarder>>,
+    /// Issues and verifies admission tokens (the customer-token secret's derived key).
+    pub auth: Arc<frontrow_http::auth::Auth>,
 }
 
 /// The demo's helpers.
@@ -56,6 +59,7 @@ pub fn router(state: CommandState) -> Router {
     let mut router = Router::new()
         .merge(events::routes())
         .merge(reservations::routes())
+        .merge(queue::routes())
         .merge(webhooks::routes());
     if state.demo.is_some() {
         router = router.merge(demo::routes());
@@ -81,6 +85,10 @@ pub fn router(state: CommandState) -> Router {
         reservations::release,
         reservations::cancel,
         webhooks::payment_webhook,
+        queue::open_queue,
+        queue::join,
+        queue::leave,
+        queue::join_waitlist,
         demo::mint_token,
         demo::pay,
     ),
@@ -92,6 +100,10 @@ pub fn router(state: CommandState) -> Router {
         reservations::BestAvailable,
         reservations::ReservationResponse,
         webhooks::WebhookAnswer,
+        queue::QueueConfig,
+        queue::QueueOpenedResponse,
+        queue::QueueTicketResponse,
+        crate::views::QueueTicketView,
         crate::payments::ProviderEvent,
         demo::DemoTokenRequest,
         demo::DemoToken,
@@ -226,5 +238,18 @@ fn rejection(r: Rejection) -> Problem {
         Rejection::IdempotencyKeyReused => Problem::unprocessable("idempotency-key-reused", detail),
         Rejection::AlreadyBooked => Problem::conflict("already-booked", detail),
         Rejection::NotBooked(_) => Problem::conflict("not-booked", detail),
+        Rejection::InvalidQueue(_) => Problem::unprocessable("invalid-queue", detail),
+        Rejection::NoQueue => Problem::new(StatusCode::NOT_FOUND, "no-queue", detail),
+        Rejection::QueueFull { max_size } => Problem::new(StatusCode::TOO_MANY_REQUESTS, "queue-full", detail)
+            .with("max_size", max_size)
+            .retry_after(30),
+        Rejection::SoldOut => Problem::conflict("sold-out", detail),
+        Rejection::NotSoldOut => Problem::conflict("not-sold-out", detail),
+        Rejection::NotInQueue => Problem::new(StatusCode::NOT_FOUND, "not-in-queue", detail),
+        Rejection::AdmissionRequired => Problem::new(StatusCode::FORBIDDEN, "admission-required", detail),
+        Rejection::AdmissionInvalid => Problem::new(StatusCode::FORBIDDEN, "admission-invalid", detail),
+        Rejection::AdmissionExpired => Problem::new(StatusCode::FORBIDDEN, "admission-expired", detail),
+        Rejection::AdmissionSpent => Problem::conflict("admission-spent", detail),
+        Rejection::AdmissionInUse(held) => Problem::conflict("admission-in-use", detail).with("reservation_id", held),
     }
 }

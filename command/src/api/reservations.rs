@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use frontrow_http::admission::AdmissionError;
 use frontrow_http::auth::Customer;
 use frontrow_http::{ApiJson, ApiPath, Problem};
 use frontrow_schema::*;
@@ -36,6 +37,9 @@ pub struct ReserveRequest {
     pub seats: Option<Vec<SeatId>>,
     /// Or the best adjacent seats in a section.
     pub best_available: Option<BestAvailable>,
+    /// For an event with a waiting room: the admission token (or send it in the
+    /// `FrontRow-Admission` header).
+    pub admission_token: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -70,18 +74,24 @@ fn respond(status: StatusCode, outcome: Outcome) -> Result<impl IntoResponse, Pr
 }
 
 /// Hold seats for payment. Requires an `Idempotency-Key`: a retry with the same key and the
-/// same request answers with the same reservation and holds nothing more.
+/// same request answers with the same reservation and holds nothing more. For an event with a
+/// waiting room it also needs the caller's admission token (`FrontRow-Admission` header or
+/// `admission_token` field): a forged, expired or other event's token is `403`, and a token
+/// holds one reservation at a time (`409 admission-in-use`) until a booking spends it
+/// (`409 admission-spent`).
 #[utoipa::path(
     post, path = "/events/{event_id}/reservations", tag = "customers",
     request_body = ReserveRequest,
     params(
         ("event_id" = EventId, Path),
         ("Idempotency-Key" = String, Header, description = "required; one per intended reservation"),
+        ("FrontRow-Admission" = Option<String>, Header, description = "admission token, for events with a waiting room"),
     ),
     responses(
         (status = 201, body = ReservationResponse),
         (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem),
-        (status = 409, description = "seats taken, not on sale", body = Problem),
+        (status = 403, description = "admission token missing, forged, expired or for another event", body = Problem),
+        (status = 409, description = "seats taken, not on sale, admission spent or in use", body = Problem),
         (status = 422, body = Problem),
         (status = 503, description = "overloaded; see Retry-After", body = Problem)
     ),
@@ -109,11 +119,30 @@ pub(super) async fn reserve(
             ));
         }
     };
+    let token = match headers.get("frontrow-admission") {
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| admission_problem(AdmissionError::Invalid))?
+                .to_owned(),
+        ),
+        None => body.admission_token,
+    };
+    let admission = match token {
+        Some(token) => Some(
+            state
+                .auth
+                .verify_admission(&token, event_id, &customer, state.clock.now())
+                .map_err(admission_problem)?
+                .ticket,
+        ),
+        None => None,
+    };
     let command = Command::Reserve {
         customer,
         reservation_id: ReservationId::new(),
         selection,
         idempotency_key: key.clone(),
+        admission,
     };
     let request = Request::Command {
         event_id,
@@ -122,6 +151,15 @@ pub(super) async fn reserve(
     };
     let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
     respond(StatusCode::CREATED, outcome)
+}
+
+fn admission_problem(e: AdmissionError) -> Problem {
+    let slug = match e {
+        AdmissionError::Invalid | AdmissionError::OtherCustomer => "admission-invalid",
+        AdmissionError::Expired => "admission-expired",
+        AdmissionError::OtherEvent => "admission-wrong-event",
+    };
+    Problem::new(StatusCode::FORBIDDEN, slug, e.to_string())
 }
 
 /// One of the caller's reservations.

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use frontrow_schema::*;
 
+use super::queue::{QueueState, TicketStatus};
 use super::state::{EventState, ReservationStatus, SeatState};
 
 /// Longest free text (title, artist, venue, city).
@@ -47,6 +48,9 @@ pub enum Command {
         reservation_id: ReservationId,
         selection: SeatSelection,
         idempotency_key: String,
+        /// The queue ticket of the caller's admission token, already verified (signature,
+        /// event, customer, expiry) at the edge. Required when the event has a waiting room.
+        admission: Option<u64>,
     },
     /// The customer lets a hold go.
     Release {
@@ -70,6 +74,32 @@ pub enum Command {
         payment_intent: String,
         message: Option<String>,
     },
+    /// Put the event behind a waiting room (or change its settings) before the onsale.
+    OpenQueue {
+        organizer: OrganizerId,
+        settings: QueueSettings,
+    },
+    /// A fan takes a ticket in the queue; a retry gets the same ticket.
+    JoinQueue { customer: CustomerId },
+    /// A fan gives up their place (or their admission).
+    LeaveQueue { customer: CustomerId },
+    /// A fan asks to be offered seats of a sold-out event that come back.
+    JoinWaitlist { customer: CustomerId },
+    /// Move the waiting room on (sent by the writer after commands and on its timers): draw
+    /// the pre-queue's lottery with `seed` at the onsale, let admissions that ran out lapse,
+    /// admit fans as the inventory allows, and say "sold out" when nothing is left to buy.
+    AdvanceQueue { seed: u64 },
+}
+
+/// The organizer's waiting-room settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSettings {
+    /// Most fans waiting at once (`None`: no limit).
+    pub max_size: Option<u32>,
+    /// Most admitted fans shopping at once.
+    pub max_shoppers: u32,
+    /// How long an admission lasts, in seconds (60 to 3600).
+    pub admission_secs: u32,
 }
 
 /// Why a command was refused. Nothing was recorded.
@@ -111,6 +141,28 @@ pub enum Rejection {
     AlreadyBooked,
     #[error("the reservation is not booked (it is {0})")]
     NotBooked(&'static str),
+    #[error("invalid waiting room settings: {0}")]
+    InvalidQueue(String),
+    #[error("this event has no waiting room")]
+    NoQueue,
+    #[error("the queue is full; try again later")]
+    QueueFull { max_size: u32 },
+    #[error("the event is sold out; join the waiting list to be offered seats that come back")]
+    SoldOut,
+    #[error("the event is not sold out; join the queue")]
+    NotSoldOut,
+    #[error("you are not in this event's queue")]
+    NotInQueue,
+    #[error("this event has a waiting room: reserving needs an admission token")]
+    AdmissionRequired,
+    #[error("the admission token does not belong to a live admission of yours")]
+    AdmissionInvalid,
+    #[error("the admission has expired")]
+    AdmissionExpired,
+    #[error("the admission was already used for a booking")]
+    AdmissionSpent,
+    #[error("the admission already holds seats ({0}); release them or pay first")]
+    AdmissionInUse(ReservationId),
 }
 
 fn join(seats: &[SeatId]) -> String {
@@ -154,7 +206,16 @@ pub fn decide(
             reservation_id,
             selection,
             idempotency_key,
-        } => reserve(state, customer, *reservation_id, selection, idempotency_key, now),
+            admission,
+        } => reserve(
+            state,
+            customer,
+            *reservation_id,
+            selection,
+            idempotency_key,
+            *admission,
+            now,
+        ),
         Command::Release {
             customer,
             reservation_id,
@@ -174,6 +235,11 @@ pub fn decide(
             payment_intent,
             message,
         } => payment_failed(state, *reservation_id, provider_event_id, payment_intent, message),
+        Command::OpenQueue { organizer, settings } => open_queue(state, organizer, settings, now),
+        Command::JoinQueue { customer } => join_queue(state, customer, now),
+        Command::LeaveQueue { customer } => leave_queue(state, customer),
+        Command::JoinWaitlist { customer } => join_waitlist(state, customer, now),
+        Command::AdvanceQueue { seed } => Ok(advance_queue(state, *seed, now)),
     }
 }
 
@@ -242,6 +308,7 @@ fn reserve(
     reservation_id: ReservationId,
     selection: &SeatSelection,
     idempotency_key: &str,
+    admission: Option<u64>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Event>, Rejection> {
     if let Some(existing) = state.idempotency.get(&(customer.clone(), idempotency_key.to_owned())) {
@@ -270,6 +337,10 @@ fn reserve(
     if now >= state.info.starts_at {
         return Err(Rejection::SalesClosed);
     }
+    let admission_ticket = match &state.queue {
+        Some(queue) => Some(check_admission(queue, customer, admission, now)?),
+        None => None,
+    };
     let max = state.info.max_seats_per_order;
     let asked = selection.count();
     if asked == 0 || asked > usize::from(max) {
@@ -289,7 +360,190 @@ fn reserve(
             amount,
             currency: state.info.currency,
         },
+        admission_ticket,
     })])
+}
+
+/// The ticket whose admission may hold seats now.
+fn check_admission(
+    queue: &QueueState,
+    customer: &CustomerId,
+    admission: Option<u64>,
+    now: DateTime<Utc>,
+) -> Result<u64, Rejection> {
+    let ticket = admission.ok_or(Rejection::AdmissionRequired)?;
+    let t = queue
+        .tickets
+        .get(&ticket)
+        .filter(|t| &t.customer == customer)
+        .ok_or(Rejection::AdmissionInvalid)?;
+    match t.status {
+        TicketStatus::Admitted { expires_at } if expires_at <= now => Err(Rejection::AdmissionExpired),
+        TicketStatus::Admitted { .. } => match t.hold {
+            Some(held) => Err(Rejection::AdmissionInUse(held)),
+            None => Ok(ticket),
+        },
+        TicketStatus::Spent => Err(Rejection::AdmissionSpent),
+        TicketStatus::Lapsed => Err(Rejection::AdmissionExpired),
+        TicketStatus::Waiting | TicketStatus::Left | TicketStatus::SoldOut => Err(Rejection::AdmissionInvalid),
+    }
+}
+
+fn open_queue(
+    state: &EventState,
+    organizer: &OrganizerId,
+    settings: &QueueSettings,
+    now: DateTime<Utc>,
+) -> Result<Vec<Event>, Rejection> {
+    if &state.info.organizer != organizer {
+        return Err(Rejection::NotYourEvent);
+    }
+    let config = QueueOpened {
+        max_size: settings.max_size,
+        max_shoppers: settings.max_shoppers,
+        admission_secs: settings.admission_secs,
+    };
+    if state.queue.as_ref().is_some_and(|q| q.config == config) {
+        return Ok(vec![]);
+    }
+    if now >= state.info.onsale_at || !state.reservations.is_empty() {
+        return Err(Rejection::OnsaleStarted);
+    }
+    if settings.max_size == Some(0) {
+        return Err(Rejection::InvalidQueue("max_size must be at least 1".into()));
+    }
+    if settings.max_shoppers == 0 || settings.max_shoppers > 1_000_000 {
+        return Err(Rejection::InvalidQueue("max_shoppers must be 1 to 1000000".into()));
+    }
+    if !(60..=3600).contains(&settings.admission_secs) {
+        return Err(Rejection::InvalidQueue("admission_secs must be 60 to 3600".into()));
+    }
+    Ok(vec![Event::Queue(QueueEvent::Opened(config))])
+}
+
+fn join_queue(state: &EventState, customer: &CustomerId, now: DateTime<Utc>) -> Result<Vec<Event>, Rejection> {
+    let queue = state.queue.as_ref().ok_or(Rejection::NoQueue)?;
+    // A retry, or a fan who is in already: the same ticket.
+    if queue.ticket_of(customer).is_some_and(|(_, t)| t.status.is_live()) {
+        return Ok(vec![]);
+    }
+    if now >= state.info.starts_at {
+        return Err(Rejection::SalesClosed);
+    }
+    if queue.sold_out {
+        return Err(Rejection::SoldOut);
+    }
+    if let Some(max_size) = queue.config.max_size
+        && queue.waiting >= u64::from(max_size)
+    {
+        return Err(Rejection::QueueFull { max_size });
+    }
+    Ok(vec![Event::Queue(QueueEvent::Joined(QueueJoined {
+        customer: customer.clone(),
+        ticket: queue.next_ticket,
+        pre_queue: now < state.info.onsale_at,
+    }))])
+}
+
+fn leave_queue(state: &EventState, customer: &CustomerId) -> Result<Vec<Event>, Rejection> {
+    let queue = state.queue.as_ref().ok_or(Rejection::NoQueue)?;
+    let (ticket, t) = queue.ticket_of(customer).ok_or(Rejection::NotInQueue)?;
+    if !t.status.is_live() {
+        return Ok(vec![]);
+    }
+    Ok(vec![Event::Queue(QueueEvent::Left(QueueLeft {
+        customer: customer.clone(),
+        ticket,
+    }))])
+}
+
+fn join_waitlist(state: &EventState, customer: &CustomerId, now: DateTime<Utc>) -> Result<Vec<Event>, Rejection> {
+    let queue = state.queue.as_ref().ok_or(Rejection::NoQueue)?;
+    if queue.ticket_of(customer).is_some_and(|(_, t)| t.status.is_live()) {
+        return Ok(vec![]);
+    }
+    if now >= state.info.starts_at {
+        return Err(Rejection::SalesClosed);
+    }
+    if !queue.sold_out {
+        return Err(Rejection::NotSoldOut);
+    }
+    Ok(vec![Event::Queue(QueueEvent::WaitlistJoined(WaitlistJoined {
+        customer: customer.clone(),
+        ticket: queue.next_ticket,
+    }))])
+}
+
+/// Moves the waiting room on at `now`. Admission follows the inventory: while fewer than
+/// `max_shoppers` are shopping, the next fan in line is let in as long as the admitted fans
+/// who hold nothing yet could not, each buying a full order, take every free seat already
+/// (`unheld * max_per_order < available`). Seats in live holds are not free; a hold that ends
+/// frees its seats and the next `advance` admits against them.
+fn advance_queue(state: &EventState, seed: u64, now: DateTime<Utc>) -> Vec<Event> {
+    let Some(queue) = &state.queue else { return vec![] };
+    let mut events = Vec::new();
+    let onsale = now >= state.info.onsale_at;
+    // The lottery's order goes before everyone who is in line already.
+    let mut lottery = Vec::new();
+    if onsale && !queue.shuffled {
+        lottery = queue.lottery(seed);
+        events.push(Event::Queue(QueueEvent::Shuffled(QueueShuffled {
+            seed,
+            pre_queue: lottery.len() as u64,
+        })));
+    }
+    let mut lapsed = 0u64;
+    for &(expires_at, ticket) in &queue.live {
+        if expires_at > now {
+            break;
+        }
+        let t = &queue.tickets[&ticket];
+        if t.hold.is_none() {
+            lapsed += 1;
+            events.push(Event::Queue(QueueEvent::Lapsed(AdmissionLapsed {
+                customer: t.customer.clone(),
+                ticket,
+            })));
+        }
+    }
+    if !onsale || now >= state.info.starts_at {
+        return events;
+    }
+    let available = u64::from(state.counts.available);
+    let per_order = u64::from(state.info.max_seats_per_order);
+    let mut shopping = queue.live.len() as u64 - lapsed;
+    let mut unheld = queue.unheld() - lapsed;
+    let expires_at = now + chrono::Duration::seconds(i64::from(queue.config.admission_secs));
+    let waitlist = queue.sold_out;
+    let mut next = lottery.into_iter().chain(queue.next_waiting(waitlist));
+    let mut waiting_left = queue.waiting;
+    while shopping < u64::from(queue.config.max_shoppers) && unheld * per_order < available {
+        let Some(ticket) = next.next() else { break };
+        let customer = queue.tickets[&ticket].customer.clone();
+        events.push(Event::Queue(if waitlist {
+            QueueEvent::WaitlistOffered(WaitlistOffered {
+                customer,
+                ticket,
+                expires_at,
+            })
+        } else {
+            waiting_left -= 1;
+            QueueEvent::Admitted(FanAdmitted {
+                customer,
+                ticket,
+                expires_at,
+            })
+        }));
+        shopping += 1;
+        unheld += 1;
+    }
+    // Nothing free and no hold that could come back: nothing is left to buy.
+    if !queue.sold_out && available == 0 && state.counts.held == 0 {
+        events.push(Event::Queue(QueueEvent::SoldOut(QueueSoldOut {
+            waiting: waiting_left,
+        })));
+    }
+    events
 }
 
 fn explicit_seats(state: &EventState, ids: &[SeatId]) -> Result<Vec<u32>, Rejection> {
@@ -449,13 +703,29 @@ fn payment_succeeded(
         return refund(RefundReason::AmountMismatch);
     }
     let book = |late| {
-        Ok(vec![Event::SeatsBooked(SeatsBooked {
+        let mut events = vec![Event::SeatsBooked(SeatsBooked {
             reservation_id,
             customer: r.customer.clone(),
             seats: state.seat_ids(&r.seats),
             payment: payment.clone(),
             late,
-        })])
+        })];
+        // The booking uses the admission up (unless it lapsed already, for a late payment).
+        let admitted = |t: &u64| {
+            state
+                .queue
+                .as_ref()
+                .and_then(|q| q.tickets.get(t))
+                .is_some_and(|t| matches!(t.status, TicketStatus::Admitted { .. }))
+        };
+        if let Some(ticket) = r.admission.filter(admitted) {
+            events.push(Event::Queue(QueueEvent::Spent(AdmissionSpent {
+                customer: r.customer.clone(),
+                ticket,
+                reservation_id,
+            })));
+        }
+        Ok(events)
     };
     match r.status {
         // Still holding its seats, even if the deadline passed a moment ago and the timer has

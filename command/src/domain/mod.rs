@@ -6,9 +6,11 @@
 //! is no I/O here, no clock and no randomness: the writer passes `now` and fresh ids in.
 
 mod decide;
+pub mod queue;
 mod state;
 
-pub use decide::{Command, MAX_SEATS_PER_ORDER, MAX_TEXT, Rejection, SeatSelection, decide};
+pub use decide::{Command, MAX_SEATS_PER_ORDER, MAX_TEXT, QueueSettings, Rejection, SeatSelection, decide};
+pub use queue::{QueueState, Ticket, TicketStatus};
 pub use state::{Counts, EventSnapshot, EventState, Reservation, ReservationStatus, SeatState};
 
 use frontrow_schema::Event;
@@ -25,5 +27,7 @@ pub fn apply(state: &mut Option<EventState>, event: &Event, idempotency_key: Opt
     }
 }
 
+#[cfg(test)]
+mod queue_tests;
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,8 @@ use chrono::{DateTime, Utc};
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
 
+use super::queue::QueueState;
+
 /// Where one seat is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeatState {
@@ -46,6 +48,9 @@ pub struct Reservation {
     pub late: bool,
     /// The `Idempotency-Key` it was reserved with.
     pub idempotency_key: Option<String>,
+    /// The queue ticket whose admission it holds seats with (events with a waiting room).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<u64>,
 }
 
 /// Seat totals of one event; they always add up to the number of seats.
@@ -72,6 +77,8 @@ pub struct EventState {
     /// Sequence of the last applied event of this event's stream.
     pub sequence: u64,
     pub counts: Counts,
+    /// The waiting room, once the organizer opened one.
+    pub queue: Option<QueueState>,
 }
 
 /// Everything of an [`EventState`] that cannot be derived from the rest: what a snapshot
@@ -83,6 +90,9 @@ pub struct EventSnapshot {
     pub sequence: u64,
     pub reservations: Vec<Reservation>,
     pub payments_seen: Vec<String>,
+    /// Absent in snapshots of events without a waiting room (and older snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueState>,
 }
 
 impl EventState {
@@ -98,6 +108,7 @@ impl EventState {
             sequence: self.sequence,
             reservations,
             payments_seen,
+            queue: self.queue.clone(),
         }
     }
 
@@ -106,6 +117,7 @@ impl EventState {
         let mut state = Self::scheduled(snapshot.info, snapshot.schedule_key);
         state.sequence = snapshot.sequence;
         state.payments_seen = snapshot.payments_seen.into_iter().collect();
+        state.queue = snapshot.queue;
         for r in snapshot.reservations {
             let seat = match r.status {
                 ReservationStatus::Held => Some(SeatState::Held(r.id)),
@@ -142,6 +154,7 @@ impl EventState {
                 available: n as u32,
                 ..Counts::default()
             },
+            queue: None,
         }
     }
 
@@ -188,8 +201,12 @@ impl EventState {
                         refunds: Vec::new(),
                         late: false,
                         idempotency_key: idempotency_key.map(str::to_owned),
+                        admission: e.admission_ticket,
                     },
                 );
+                if let (Some(ticket), Some(queue)) = (e.admission_ticket, self.queue.as_mut()) {
+                    queue.hold(ticket, e.reservation_id);
+                }
             }
             Event::SeatsBooked(e) => {
                 let seats = self.indexes(&e.seats);
@@ -202,6 +219,7 @@ impl EventState {
                     r.late = e.late;
                     r.seats = seats;
                 }
+                self.unhold(e.reservation_id);
             }
             Event::SeatsReleased(e) => {
                 for i in self.indexes(&e.seats) {
@@ -210,6 +228,7 @@ impl EventState {
                 if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
                     r.status = ReservationStatus::Released(e.reason);
                 }
+                self.unhold(e.reservation_id);
             }
             Event::PaymentRefunded(e) => {
                 if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
@@ -217,6 +236,23 @@ impl EventState {
                 }
             }
             Event::PaymentFailed(_) => {}
+            Event::Queue(QueueEvent::Opened(config)) => match self.queue.as_mut() {
+                Some(queue) => queue.apply(&QueueEvent::Opened(config.clone())),
+                None => self.queue = Some(QueueState::opened(config.clone())),
+            },
+            Event::Queue(e) => {
+                if let Some(queue) = self.queue.as_mut() {
+                    queue.apply(e);
+                }
+            }
+        }
+    }
+
+    /// The reservation no longer holds seats with its admission.
+    fn unhold(&mut self, reservation_id: ReservationId) {
+        let ticket = self.reservations.get(&reservation_id).and_then(|r| r.admission);
+        if let (Some(ticket), Some(queue)) = (ticket, self.queue.as_mut()) {
+            queue.unhold(ticket, reservation_id);
         }
     }
 

@@ -121,6 +121,7 @@ fn reserved(id: u128, who: &str, ids: &[&str], minute: i64) -> Event {
         amount: price(&seats),
         seats,
         hold_until: at(minute + HOLD_MINUTES),
+        admission_ticket: None,
     })
 }
 
@@ -176,6 +177,7 @@ fn reserve(who: &str, id: u128, ids: &[&str], key: &str) -> Command {
         reservation_id: rid(id),
         selection: SeatSelection::Explicit(seats(ids)),
         idempotency_key: key.into(),
+        admission: None,
     }
 }
 
@@ -188,6 +190,7 @@ fn best(who: &str, id: u128, section: &str, count: u8, key: &str) -> Command {
             count,
         },
         idempotency_key: key.into(),
+        admission: None,
     }
 }
 
@@ -555,6 +558,7 @@ fn explicit_seats_are_held_at_their_price_for_the_hold_duration() {
             seats: seats(&["A-1-2", "A-2-3"]),
             hold_until: at(7 + HOLD_MINUTES),
             amount: eur(GOLD + STD),
+            admission_ticket: None,
         })]);
     assert_eq!(seat_state(&state, "A-1-2"), SeatState::Held(rid(1)));
     assert_eq!(
@@ -1262,6 +1266,7 @@ impl Run {
                         reservation_id: rid(self.next_id),
                         selection: SeatSelection::Explicit(ids),
                         idempotency_key: format!("key{key}"),
+                        admission: None,
                     },
                     keyed(*key),
                 ));
@@ -1280,6 +1285,7 @@ impl Run {
                         reservation_id: rid(self.next_id),
                         selection: SeatSelection::BestAvailable { section, count: *count },
                         idempotency_key: format!("key{key}"),
+                        admission: None,
                     },
                     keyed(*key),
                 ));

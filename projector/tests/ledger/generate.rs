@@ -209,6 +209,7 @@ impl Generator {
                         )),
                         selection,
                         idempotency_key: format!("k{}", self.rng.random::<u64>()),
+                        admission: None,
                     }
                 }
                 45..=74 => {

@@ -2,4 +2,5 @@
 
 mod following;
 mod http;
+mod sse;
 mod support;

@@ -156,6 +156,7 @@ pub fn reserved(reservation: ReservationId, ids: &[&str]) -> Event {
             amount: 4500 * ids.len() as i64,
             currency: eur(),
         },
+        admission_ticket: None,
     })
 }
 

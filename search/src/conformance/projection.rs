@@ -114,6 +114,7 @@ fn reserved(reservation_id: ReservationId, numbers: &[u16]) -> Event {
             amount: 0,
             currency: Currency::parse("EUR").unwrap(),
         },
+        admission_ticket: None,
     })
 }
 

@@ -1,0 +1,233 @@
+//! Waiting-room routes: the organizer opens a queue; fans join it, leave it, or join the waiting
+//! list of a sold-out event. Positions, waits and the admission token stream from the query
+//! side (`GET /events/{id}/queue/me` and `/queue/me/stream`); a join answers with the token at
+//! once when the fan is let in straight away.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{post, put};
+use frontrow_http::auth::{Customer, Organizer};
+use frontrow_http::{ApiJson, ApiPath, Problem};
+use frontrow_schema::*;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
+use crate::domain::{Command, QueueSettings};
+use crate::views::QueueTicketView;
+use crate::writer::{Outcome, Request};
+
+pub(super) fn routes() -> Router<CommandState> {
+    Router::new()
+        .route("/events/{event_id}/queue", put(open_queue))
+        .route("/events/{event_id}/queue/join", post(join))
+        .route("/events/{event_id}/queue/leave", post(leave))
+        .route("/events/{event_id}/waitlist", post(join_waitlist))
+}
+
+/// The waiting room's settings.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Most fans waiting at once; joining beyond it answers `429` (absent: no limit).
+    #[schema(example = 100000)]
+    pub max_size: Option<u32>,
+    /// Most admitted fans shopping at once (1 to 1000000).
+    #[schema(example = 500)]
+    pub max_shoppers: u32,
+    /// How long an admission lasts, 60 to 3600 seconds (default 600).
+    #[serde(default = "default_admission_secs")]
+    #[schema(example = 600)]
+    pub admission_secs: u32,
+}
+
+fn default_admission_secs() -> u32 {
+    600
+}
+
+/// The waiting room's settings as recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueOpenedResponse {
+    pub event_id: EventId,
+    #[serde(flatten)]
+    pub config: QueueConfig,
+    /// Log position of the write (`partition:offset`).
+    pub position: Option<String>,
+}
+
+/// A fan's ticket, and their admission token once let in.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueTicketResponse {
+    #[serde(flatten)]
+    pub ticket: QueueTicketView,
+    /// Present while admitted: send it with the reservation (`FrontRow-Admission` header or
+    /// `admission_token` field).
+    pub admission_token: Option<String>,
+    /// Log position of the write (`partition:offset`), for `?after=` on the query side.
+    pub position: Option<String>,
+}
+
+/// Put an event behind a virtual waiting room (or change its settings) before the onsale.
+/// From then on reserving needs an admission token. Fans who join before the onsale are
+/// shuffled at the onsale instant by a lottery whose seed is recorded in the log.
+#[utoipa::path(
+    put, path = "/events/{event_id}/queue", tag = "organizers",
+    request_body = QueueConfig,
+    params(("event_id" = EventId, Path)),
+    responses(
+        (status = 200, body = QueueOpenedResponse),
+        (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "the onsale has started", body = Problem),
+        (status = 422, body = Problem)
+    ),
+    security(("organizer_key" = []))
+)]
+pub(super) async fn open_queue(
+    State(state): State<CommandState>,
+    Organizer(organizer): Organizer,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+    ApiJson(config): ApiJson<QueueConfig>,
+) -> Result<impl IntoResponse, Problem> {
+    let command = Command::OpenQueue {
+        organizer,
+        settings: QueueSettings {
+            max_size: config.max_size,
+            max_shoppers: config.max_shoppers,
+            admission_secs: config.admission_secs,
+        },
+    };
+    let request = Request::Command {
+        event_id,
+        command,
+        meta: meta(&headers, idempotency_key(&headers)?),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let body = QueueOpenedResponse {
+        event_id,
+        config,
+        position: outcome.position.map(|p| p.to_string()),
+    };
+    Ok((position_header(outcome.position), axum::Json(body)))
+}
+
+fn respond(
+    state: &CommandState,
+    customer: &CustomerId,
+    created: bool,
+    outcome: Outcome,
+) -> Result<impl IntoResponse + use<>, Problem> {
+    let ticket = outcome
+        .queue
+        .ok_or_else(|| Problem::internal("writer answered a queue command without the ticket"))?;
+    // The writer answered with the caller's own ticket.
+    let admission_token = ticket.admitted_until.map(|until| {
+        state
+            .auth
+            .admission_token(ticket.event_id, customer, ticket.ticket, until)
+    });
+    let status = if created && !outcome.recorded.is_empty() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let body = QueueTicketResponse {
+        ticket,
+        admission_token,
+        position: outcome.position.map(|p| p.to_string()),
+    };
+    Ok((status, position_header(outcome.position), axum::Json(body)))
+}
+
+async fn send(
+    state: CommandState,
+    event_id: EventId,
+    customer: CustomerId,
+    command: Command,
+    headers: &HeaderMap,
+    created: bool,
+) -> Result<impl IntoResponse + use<>, Problem> {
+    let request = Request::Command {
+        event_id,
+        command,
+        meta: meta(headers, idempotency_key(headers)?),
+    };
+    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    respond(&state, &customer, created, outcome)
+}
+
+/// Join the event's queue. Idempotent per customer: joining again (while waiting or admitted)
+/// answers with the same ticket. Before the onsale the place is drawn by lottery at the onsale
+/// instant; after it, first come first served.
+#[utoipa::path(
+    post, path = "/events/{event_id}/queue/join", tag = "queue",
+    params(("event_id" = EventId, Path)),
+    responses(
+        (status = 201, description = "a new ticket", body = QueueTicketResponse),
+        (status = 200, description = "the ticket the caller had already", body = QueueTicketResponse),
+        (status = 401, body = Problem), (status = 404, description = "no event, or no waiting room", body = Problem),
+        (status = 409, description = "sold out (join the waiting list) or sales closed", body = Problem),
+        (status = 429, description = "the queue is full", body = Problem)
+    ),
+    security(("customer_token" = []))
+)]
+pub(super) async fn join(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, Problem> {
+    let command = Command::JoinQueue {
+        customer: customer.clone(),
+    };
+    send(state, event_id, customer, command, &headers, true).await
+}
+
+/// Leave the queue (or the waiting list, or give an admission back). Leaving twice is harmless.
+#[utoipa::path(
+    post, path = "/events/{event_id}/queue/leave", tag = "queue",
+    params(("event_id" = EventId, Path)),
+    responses(
+        (status = 200, body = QueueTicketResponse),
+        (status = 401, body = Problem), (status = 404, description = "not in the queue", body = Problem)
+    ),
+    security(("customer_token" = []))
+)]
+pub(super) async fn leave(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, Problem> {
+    let command = Command::LeaveQueue {
+        customer: customer.clone(),
+    };
+    send(state, event_id, customer, command, &headers, false).await
+}
+
+/// Join the waiting list of a sold-out event: seats that come back (cancellations) are offered
+/// to its fans in order, each with an admission token of their own. Idempotent per customer.
+#[utoipa::path(
+    post, path = "/events/{event_id}/waitlist", tag = "queue",
+    params(("event_id" = EventId, Path)),
+    responses(
+        (status = 201, description = "a new waiting-list ticket", body = QueueTicketResponse),
+        (status = 200, description = "the ticket the caller had already", body = QueueTicketResponse),
+        (status = 401, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "not sold out: join the queue", body = Problem)
+    ),
+    security(("customer_token" = []))
+)]
+pub(super) async fn join_waitlist(
+    State(state): State<CommandState>,
+    Customer(customer): Customer,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, Problem> {
+    let command = Command::JoinWaitlist {
+        customer: customer.clone(),
+    };
+    send(state, event_id, customer, command, &headers, true).await
+}

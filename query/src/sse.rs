@@ -1,0 +1,379 @@
+//! Live pushes over server-sent events: seat-map deltas per event, and each fan's place in the
+//! waiting room.
+//!
+//! Every SSE event's `id:` is a log position (`PARTITION:OFFSET`), so a client that reconnects
+//! with `Last-Event-ID` resumes exactly after what it saw:
+//!
+//! - **Seat stream** (`GET /events/{id}/seats/stream`): a fresh client first gets `snapshot`
+//!   (the availability map, id = its version), then one `seat` event per record that moved
+//!   seats (`{"seats": [...], "status": "held" | "booked" | "available"}`), and `reset` if
+//!   the organizer replaced the seat map (refetch it). A resuming client gets the records after
+//!   its `Last-Event-ID`, read back from the journal (or a new `snapshot` when it is too far
+//!   behind), then the live ones; each record is sent once, in log order.
+//! - **Queue stream** (`GET /events/{id}/queue/me/stream`): a `status` event whenever the
+//!   fan's place changes, id = the waiting room's version. A status is a state, not a delta:
+//!   a resuming client gets the current status only if the waiting room changed since its
+//!   `Last-Event-ID`, and a connection never sends the same status twice in a row.
+//!
+//! Both send a keep-alive comment every [`HEARTBEAT`]. Nothing is buffered per connection
+//! beyond one applied batch: live seat changes come from a bounded broadcast, and a client
+//! that falls more than [`DELTA_BACKLOG`] batches behind is disconnected (it resumes from the
+//! journal); queue statuses coalesce, a slow client only ever gets the newest.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use frontrow_http::auth::{Auth, Customer};
+use frontrow_http::{ApiPath, Problem};
+use frontrow_journal::Position;
+use frontrow_schema::partition::partition_of;
+use frontrow_schema::{CustomerId, EventId, SeatId};
+use futures::{Stream, StreamExt};
+use serde::Serialize;
+use tokio::sync::broadcast;
+use utoipa::ToSchema;
+
+use crate::catalog::{Catalog, DELTA_BACKLOG, SeatChange, SeatDelta};
+use crate::queue::LiveStatus;
+
+/// How often an idle stream sends a keep-alive comment.
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Most journal records a resuming seat stream reads back before it sends a snapshot instead.
+pub const MAX_REPLAY: usize = 100_000;
+
+/// A fan's place in an event's waiting room.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct QueueStatus {
+    pub event_id: EventId,
+    /// The fan's queue number.
+    pub ticket: u64,
+    /// `waiting`, `admitted`, `spent`, `lapsed`, `left` or `sold_out`.
+    #[schema(example = "waiting")]
+    pub status: &'static str,
+    /// On the waiting list of a sold-out event.
+    pub waitlist: bool,
+    /// Joined before the onsale: the place is drawn by lottery at the onsale instant.
+    pub awaiting_lottery: bool,
+    /// 1 = next in line (while waiting and placed).
+    pub position: Option<u64>,
+    /// Fans ahead (while waiting and placed).
+    pub ahead: Option<u64>,
+    /// Estimated wait in seconds, from the recent admission rate.
+    pub eta_seconds: Option<u64>,
+    /// Until when the admission lasts (while admitted).
+    pub admitted_until: Option<DateTime<Utc>>,
+    /// Send it when reserving (`FrontRow-Admission` header or `admission_token` field).
+    pub admission_token: Option<String>,
+    /// Nothing is left to buy.
+    pub sold_out: bool,
+    /// The waiting room's version (`PARTITION:OFFSET`).
+    pub version: String,
+}
+
+fn queue_status(
+    catalog: &Catalog,
+    auth: &Auth,
+    event_id: EventId,
+    customer: &CustomerId,
+) -> Option<(Position, QueueStatus)> {
+    let (version, s) = catalog
+        .with_event(&event_id, |e| {
+            e.queue().and_then(|(q, v)| Some((v, q.status_of(customer)?)))
+        })
+        .flatten()?;
+    let admitted_until = match s.status {
+        LiveStatus::Admitted { until } => Some(until),
+        _ => None,
+    };
+    Some((
+        version,
+        QueueStatus {
+            event_id,
+            ticket: s.ticket,
+            status: s.status.name(),
+            waitlist: s.waitlist,
+            awaiting_lottery: s.awaiting_lottery,
+            position: s.ahead.map(|a| a + 1),
+            ahead: s.ahead,
+            eta_seconds: s.eta_secs,
+            admitted_until,
+            admission_token: admitted_until.map(|until| auth.admission_token(event_id, customer, s.ticket, until)),
+            sold_out: s.sold_out,
+            version: version.to_string(),
+        },
+    ))
+}
+
+fn not_in_queue(catalog: &Catalog, event_id: &EventId) -> Problem {
+    match catalog.with_event(event_id, |e| e.queue().is_some()) {
+        None => Problem::not_found(format!("there is no event {event_id}")),
+        Some(false) => Problem::new(StatusCode::NOT_FOUND, "no-queue", "this event has no waiting room"),
+        Some(true) => Problem::new(
+            StatusCode::NOT_FOUND,
+            "not-in-queue",
+            "you are not in this event's queue",
+        ),
+    }
+}
+
+/// The caller's place in the waiting room: position, people ahead, estimated wait, and the
+/// admission token once admitted.
+#[utoipa::path(
+    get, path = "/events/{event_id}/queue/me", tag = "queue",
+    params(("event_id" = EventId, Path)),
+    responses(
+        (status = 200, body = QueueStatus),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "no event, no waiting room, or not in it", body = Problem,
+            content_type = "application/problem+json")
+    ),
+    security(("customer_token" = []))
+)]
+pub(crate) async fn my_queue_status(
+    State(catalog): State<Arc<Catalog>>,
+    Extension(auth): Extension<Arc<Auth>>,
+    Customer(customer): Customer,
+    ApiPath(event_id): ApiPath<EventId>,
+) -> Result<Response, Problem> {
+    let (_, status) =
+        queue_status(&catalog, &auth, event_id, &customer).ok_or_else(|| not_in_queue(&catalog, &event_id))?;
+    Ok(axum::Json(status).into_response())
+}
+
+fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> Result<Option<Position>, Problem> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let bad = |detail: String| Problem::bad_request("bad-last-event-id", detail);
+    let position: Position = value
+        .to_str()
+        .map_err(|_| bad("Last-Event-ID must be PARTITION:OFFSET".into()))?
+        .parse()
+        .map_err(|e: String| bad(e))?;
+    let partition = partition_of(event_id, catalog.partitions());
+    if position.partition != partition {
+        return Err(bad(format!(
+            "Last-Event-ID {position} is not a position of this event's partition {partition}"
+        )));
+    }
+    Ok(Some(position))
+}
+
+/// The caller's place in the waiting room, pushed whenever it changes (`status` events).
+#[utoipa::path(
+    get, path = "/events/{event_id}/queue/me/stream", tag = "queue",
+    params(
+        ("event_id" = EventId, Path),
+        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it"),
+    ),
+    responses(
+        (status = 200, description = "`text/event-stream` of `status` events (data: QueueStatus)", body = QueueStatus,
+            content_type = "text/event-stream"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json")
+    ),
+    security(("customer_token" = []))
+)]
+pub(crate) async fn my_queue_stream(
+    State(catalog): State<Arc<Catalog>>,
+    Extension(auth): Extension<Arc<Auth>>,
+    Customer(customer): Customer,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let last = last_event_id(&headers, &catalog, &event_id)?;
+    if queue_status(&catalog, &auth, event_id, &customer).is_none() {
+        return Err(not_in_queue(&catalog, &event_id));
+    }
+    let partition = partition_of(&event_id, catalog.partitions());
+    let applied = catalog
+        .watch_applied(partition)
+        .ok_or_else(|| Problem::internal("no such partition"))?;
+    struct St {
+        catalog: Arc<Catalog>,
+        auth: Arc<Auth>,
+        event_id: EventId,
+        customer: CustomerId,
+        applied: tokio::sync::watch::Receiver<u64>,
+        last: Option<Position>,
+        /// What this connection sent last, without its version: a change elsewhere in the
+        /// queue that leaves this fan's status as it was is not sent again.
+        sent: Option<QueueStatus>,
+        first: bool,
+    }
+    let st_catalog = catalog.clone();
+    let st = St {
+        catalog,
+        auth,
+        event_id,
+        customer,
+        applied,
+        last,
+        sent: None,
+        first: true,
+    };
+    let stream = futures::stream::unfold(st, |mut st| async move {
+        loop {
+            if !st.first && st.applied.changed().await.is_err() {
+                return None;
+            }
+            st.first = false;
+            let Some((version, status)) = queue_status(&st.catalog, &st.auth, st.event_id, &st.customer) else {
+                continue;
+            };
+            if st.last.is_some_and(|l| version.offset <= l.offset) {
+                continue;
+            }
+            st.last = Some(version);
+            let unversioned = QueueStatus {
+                version: String::new(),
+                ..status.clone()
+            };
+            if st.sent.as_ref() == Some(&unversioned) {
+                continue;
+            }
+            st.sent = Some(unversioned);
+            let data = serde_json::to_string(&status).expect("status serialises");
+            let event = SseEvent::default().event("status").id(version.to_string()).data(data);
+            return Some((Ok::<_, Infallible>(event), st));
+        }
+    });
+    Ok(sse(&st_catalog, stream))
+}
+
+/// The stream as an SSE response that ends when the node shuts down.
+fn sse(catalog: &Catalog, stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
+    let stream = stream.take_until(catalog.closed());
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"))
+        .into_response()
+}
+
+#[derive(Serialize)]
+struct SeatData<'a> {
+    seats: &'a [SeatId],
+    status: &'static str,
+}
+
+fn delta_event(d: &SeatDelta) -> SseEvent {
+    let event = SseEvent::default().id(d.position.to_string());
+    match &d.change {
+        SeatChange::Seats { seats, status } => {
+            let data = serde_json::to_string(&SeatData {
+                seats,
+                status: status.as_str(),
+            })
+            .expect("seat delta serialises");
+            event.event("seat").data(data)
+        }
+        SeatChange::Reset => event.event("reset").data("{}"),
+    }
+}
+
+/// Live seat changes of one event: a `snapshot` (the availability map), then one `seat` event
+/// per record that moved seats; resumable with `Last-Event-ID`.
+#[utoipa::path(
+    get, path = "/events/{event_id}/seats/stream", tag = "events",
+    params(
+        ("event_id" = EventId, Path),
+        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it"),
+    ),
+    responses(
+        (status = 200, description = "`text/event-stream`: `snapshot` (data: AvailabilityMap), `seat` \
+            (data: {\"seats\": [..], \"status\": \"held\"|\"booked\"|\"available\"}), `reset`",
+            content_type = "text/event-stream"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 503, body = Problem, content_type = "application/problem+json")
+    )
+)]
+pub(crate) async fn seat_stream(
+    State(catalog): State<Arc<Catalog>>,
+    ApiPath(event_id): ApiPath<EventId>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let resume = last_event_id(&headers, &catalog, &event_id)?;
+    let partition = partition_of(&event_id, catalog.partitions());
+    // Subscribe before reading anything, so no batch falls between what is read and what is pushed.
+    let rx = catalog
+        .subscribe_deltas(partition)
+        .ok_or_else(|| Problem::internal("no such partition"))?;
+    let unknown = || Problem::not_found(format!("there is no event {event_id}"));
+    let mut pending = VecDeque::new();
+    let mut replayed = None;
+    if let Some(after) = resume {
+        catalog.version(&event_id).ok_or_else(unknown)?;
+        let to = catalog.applied(partition).unwrap_or(0);
+        let deltas = catalog
+            .seat_deltas_between(&event_id, after.offset + 1, to, MAX_REPLAY)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "journal read for an SSE resume failed");
+                Problem::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "journal-unavailable",
+                    "cannot resume right now",
+                )
+                .retry_after(1)
+            })?;
+        if let Some(deltas) = deltas {
+            pending.extend(deltas.iter().map(delta_event));
+            replayed = Some(after.offset.max(to.saturating_sub(1)));
+        }
+    }
+    let last = match replayed {
+        Some(last) => last,
+        None => {
+            let (version, body) = catalog.availability_body(&event_id).ok_or_else(unknown)?;
+            let body = String::from_utf8(body.to_vec()).map_err(Problem::internal)?;
+            pending.push_back(SseEvent::default().event("snapshot").id(version.to_string()).data(body));
+            version.offset
+        }
+    };
+    struct St {
+        rx: broadcast::Receiver<Arc<Vec<SeatDelta>>>,
+        event_id: EventId,
+        last: u64,
+        pending: VecDeque<SseEvent>,
+    }
+    let st = St {
+        rx,
+        event_id,
+        last,
+        pending,
+    };
+    let stream = futures::stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(event) = st.pending.pop_front() {
+                return Some((Ok::<_, Infallible>(event), st));
+            }
+            match st.rx.recv().await {
+                Ok(batch) => {
+                    for d in batch.iter().filter(|d| d.event_id == st.event_id) {
+                        if d.position.offset > st.last {
+                            st.last = d.position.offset;
+                            st.pending.push_back(delta_event(d));
+                        }
+                    }
+                }
+                // Too slow to keep up (more than DELTA_BACKLOG batches behind): drop the client
+                // rather than buffer for it; it resumes from the journal with Last-Event-ID.
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(missed, backlog = DELTA_BACKLOG, "slow SSE client dropped");
+                    return None;
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Ok(sse(&catalog, stream))
+}

@@ -1,0 +1,82 @@
+//! Seat streams through the real router: a subscriber too far behind is dropped rather than
+//! buffered for, and resuming from its last id gives back every change it missed.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use frontrow_query::catalog::DELTA_BACKLOG;
+use frontrow_query::router;
+use frontrow_schema::{EventId, ReservationId};
+use futures::StreamExt;
+use tower::ServiceExt;
+
+use crate::support::*;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn seat_frames(chunk: &[u8]) -> usize {
+    String::from_utf8_lossy(chunk).matches("event: seat\n").count()
+}
+
+#[tokio::test]
+async fn a_seat_stream_too_far_behind_is_dropped_and_resumes_from_the_journal() {
+    let log = TestLog::new();
+    let event = EventId::new();
+    let pos = log
+        .append(event, scheduled(event, "Night", at(1), stadium(1, 1, 500)))
+        .await;
+    let catalog = log.catalog().await;
+    assert!(catalog.wait_for(pos, WAIT).await);
+    let open = |last_id: Option<String>| {
+        let mut request = Request::get(format!("/events/{event}/seats/stream"));
+        if let Some(id) = last_id {
+            request = request.header("last-event-id", id);
+        }
+        router(catalog.clone()).oneshot(request.body(Body::empty()).unwrap())
+    };
+    let response = open(None).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body().into_data_stream();
+    let first = tokio::time::timeout(WAIT, body.next()).await.unwrap().unwrap().unwrap();
+    let first = String::from_utf8_lossy(&first).into_owned();
+    assert!(first.starts_with("event: snapshot\n"), "{first}");
+    let snapshot_id = first.lines().find_map(|l| l.strip_prefix("id: ")).unwrap().to_owned();
+
+    // The client reads nothing while more batches than the backlog are applied.
+    let changes = DELTA_BACKLOG + 10;
+    for i in 1..=changes {
+        let seat = format!("S1-R1-{i}");
+        let p = log.append(event, reserved(ReservationId::new(), &[&seat])).await;
+        assert!(catalog.wait_for(p, WAIT).await);
+    }
+    let mut delivered = 0;
+    loop {
+        match tokio::time::timeout(WAIT, body.next()).await {
+            Ok(Some(Ok(chunk))) => delivered += seat_frames(&chunk),
+            Ok(Some(Err(_)) | None) => break,
+            Err(_) => panic!("a lagging stream must end, not wait"),
+        }
+    }
+    assert!(
+        delivered < changes,
+        "the lagging client was dropped, not served everything"
+    );
+
+    // Resuming after the snapshot: every change, once, read back from the journal.
+    let response = open(Some(snapshot_id)).await.unwrap();
+    let mut body = response.into_body().into_data_stream();
+    let mut replayed = 0;
+    while replayed < changes {
+        let chunk = tokio::time::timeout(WAIT, body.next()).await.unwrap().unwrap().unwrap();
+        assert!(!String::from_utf8_lossy(&chunk).contains("snapshot"));
+        replayed += seat_frames(&chunk);
+    }
+    assert_eq!(replayed, changes);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), body.next())
+            .await
+            .is_err(),
+        "nothing more than what happened"
+    );
+}

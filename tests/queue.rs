@@ -1,0 +1,487 @@
+//! The virtual waiting room and the SSE streams over HTTP against the real server (embedded
+//! SQLite journal): queue join/leave, admission tokens refused in every way they can be wrong,
+//! the fan's status stream, and the seat-delta stream resumed with `Last-Event-ID`.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use common::*;
+use frontrow_schema::{CustomerId, EventId, decode};
+use serde_json::{Value, json};
+
+async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {
+    assert_eq!(res.status(), status, "status");
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["type"], format!("urn:frontrow:problem:{kind}"), "{body}");
+    body
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+struct Sse {
+    id: Option<String>,
+    event: Option<String>,
+    data: String,
+}
+
+/// Reads a `text/event-stream` response frame by frame.
+struct SseReader {
+    res: reqwest::Response,
+    buf: String,
+}
+
+impl SseReader {
+    async fn open(app: &TestApp, path: &str, customer: Option<&str>, last_id: Option<&str>) -> Self {
+        let mut req = app.client.get(app.url(path));
+        if let Some(c) = customer {
+            req = req.bearer_auth(app.token(c));
+        }
+        if let Some(id) = last_id {
+            req = req.header("last-event-id", id);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        assert_eq!(res.headers()["content-type"], "text/event-stream");
+        Self {
+            res,
+            buf: String::new(),
+        }
+    }
+
+    /// The next event (comments, e.g. heartbeats, skipped); `None` after `wait` without one.
+    async fn next(&mut self, wait: StdDuration) -> Option<Sse> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let frame: String = self.buf.drain(..end + 2).collect();
+                let mut sse = Sse {
+                    id: None,
+                    event: None,
+                    data: String::new(),
+                };
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        sse.id = Some(v.trim_start().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        sse.event = Some(v.trim_start().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        sse.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                if sse.event.is_some() || !sse.data.is_empty() {
+                    return Some(sse);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.res.chunk())
+                .await
+                .ok()?
+                .unwrap()?;
+            self.buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+async fn queue_event(app: &TestApp, max_size: u32, max_shoppers: u32) -> EventId {
+    let res = app
+        .create_event_with(ORGANIZER_KEY, &app.event_body(Duration::minutes(10)))
+        .await;
+    assert_eq!(res.status(), 201);
+    let body: Value = res.json().await.unwrap();
+    let event: EventId = body["event_id"].as_str().unwrap().parse().unwrap();
+    let res = app
+        .client
+        .put(app.url(&format!("/events/{event}/queue")))
+        .header("x-api-key", ORGANIZER_KEY)
+        .json(&json!({"max_size": max_size, "max_shoppers": max_shoppers, "admission_secs": 120}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let opened: Value = res.json().await.unwrap();
+    app.availability(event, opened["position"].as_str()).await;
+    event
+}
+
+/// The fan's status on the query side, polled until `check` holds.
+async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..250 {
+        let res = app.get_as(who, &format!("/events/{event}/queue/me")).await;
+        if res.status() == 200 {
+            last = res.json().await.unwrap();
+            if check(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    panic!("{who}'s status never matched; last {last}");
+}
+
+async fn journal_len(app: &TestApp) -> u64 {
+    let mut n = 0;
+    for p in 0..app.journal.partitions() {
+        n += app.journal.end_offset(p).await.unwrap();
+    }
+    n
+}
+
+async fn reserve_with(
+    app: &TestApp,
+    who: &str,
+    event: EventId,
+    token: Option<&str>,
+    seats: &[&str],
+) -> reqwest::Response {
+    let mut req = app
+        .client
+        .post(app.url(&format!("/events/{event}/reservations")))
+        .bearer_auth(app.token(who))
+        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+        .json(&json!({ "seats": seats }));
+    if let Some(t) = token {
+        req = req.header("frontrow-admission", t);
+    }
+    req.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
+    let app = TestApp::spawn().await;
+    let event = queue_event(&app, 3, 1).await;
+    let other_event = app.create_event().await;
+    let join = |who: &'static str| {
+        let app = &app;
+        async move { app.post_as(who, &format!("/events/{event}/queue/join")).await }
+    };
+    let first: Value = {
+        let res = join("alice").await;
+        assert_eq!(res.status(), 201);
+        res.json().await.unwrap()
+    };
+    assert_eq!(
+        (first["ticket"].as_u64(), first["status"].as_str()),
+        (Some(1), Some("waiting"))
+    );
+    let again = join("alice").await;
+    assert_eq!(again.status(), 200, "joining twice is the same ticket");
+    assert_eq!(again.json::<Value>().await.unwrap()["ticket"], 1);
+    assert_eq!(join("bob").await.status(), 201);
+    assert_eq!(join("carol").await.status(), 201);
+    let full = problem(join("dave").await, 429, "queue-full").await;
+    assert_eq!(full["max_size"], 3);
+    let waiting = status_until(&app, event, "carol", |s| s["awaiting_lottery"] == true).await;
+    assert_eq!(waiting["position"], Value::Null, "no place before the lottery");
+
+    // A stream shows a pre-queue fan waiting for the draw.
+    let mut carol = SseReader::open(&app, &format!("/events/{event}/queue/me/stream"), Some("carol"), None).await;
+    let s = carol.next(StdDuration::from_secs(5)).await.unwrap();
+    assert_eq!(s.event.as_deref(), Some("status"));
+    let v: Value = serde_json::from_str(&s.data).unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["awaiting_lottery"].as_bool()),
+        (Some("waiting"), Some(true))
+    );
+    drop(carol);
+
+    // The onsale: the writer draws the lottery and lets one fan in (one shopper at a time).
+    app.clock.advance(Duration::minutes(10));
+    let mut admitted = None;
+    for _ in 0..250 {
+        for who in ["alice", "bob", "carol"] {
+            let s: Value = app
+                .get_as(who, &format!("/events/{event}/queue/me"))
+                .await
+                .json()
+                .await
+                .unwrap();
+            if s["status"] == "admitted" {
+                admitted = Some((who, s));
+            }
+        }
+        if admitted.is_some() {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    let (fan, status) = admitted.expect("somebody was let in at the onsale");
+    let token = status["admission_token"].as_str().unwrap().to_owned();
+    let ticket = status["ticket"].as_u64().unwrap();
+    let until: chrono::DateTime<chrono::Utc> = status["admitted_until"].as_str().unwrap().parse().unwrap();
+    let other_fan = if fan == "alice" { "bob" } else { "alice" };
+
+    // Every wrong token is refused and changes nothing.
+    let before = journal_len(&app).await;
+    problem(
+        reserve_with(&app, fan, event, None, &["A-1-1"]).await,
+        403,
+        "admission-required",
+    )
+    .await;
+    let mut forged = token.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    problem(
+        reserve_with(&app, fan, event, Some(&forged), &["A-1-1"]).await,
+        403,
+        "admission-invalid",
+    )
+    .await;
+    let elsewhere = app
+        .auth
+        .admission_token(other_event, &CustomerId::parse(fan).unwrap(), ticket, until);
+    problem(
+        reserve_with(&app, fan, event, Some(&elsewhere), &["A-1-1"]).await,
+        403,
+        "admission-wrong-event",
+    )
+    .await;
+    problem(
+        reserve_with(&app, other_fan, event, Some(&token), &["A-1-1"]).await,
+        403,
+        "admission-invalid",
+    )
+    .await;
+    let expired = app.auth.admission_token(
+        event,
+        &CustomerId::parse(fan).unwrap(),
+        ticket,
+        app.now() - Duration::seconds(1),
+    );
+    problem(
+        reserve_with(&app, fan, event, Some(&expired), &["A-1-1"]).await,
+        403,
+        "admission-expired",
+    )
+    .await;
+    assert_eq!(journal_len(&app).await, before, "refusals record nothing");
+
+    // The real token holds one reservation at a time; the booking spends it.
+    let res = reserve_with(&app, fan, event, Some(&token), &["A-1-1", "A-1-2"]).await;
+    assert_eq!(res.status(), 201);
+    let held: Value = res.json().await.unwrap();
+    let rid = held["reservation_id"].as_str().unwrap().to_owned();
+    problem(
+        reserve_with(&app, fan, event, Some(&token), &["A-1-3"]).await,
+        409,
+        "admission-in-use",
+    )
+    .await;
+    let paid = app
+        .webhook(&app.payment_event("payment_intent.succeeded", "evt_q1", event, &rid, 20000))
+        .await;
+    assert_eq!(paid.status(), 200);
+    problem(
+        reserve_with(&app, fan, event, Some(&token), &["A-1-3"]).await,
+        409,
+        "admission-spent",
+    )
+    .await;
+    let spent = status_until(&app, event, fan, |s| s["status"] == "spent").await;
+    assert_eq!(spent["admission_token"], Value::Null);
+
+    // A waiting fan watches their place until let in: the spent admission freed the one
+    // shopping place, and the other waiting fan leaves.
+    let waiting: Vec<&str> = ["alice", "bob", "carol"].into_iter().filter(|w| *w != fan).collect();
+    let (watcher, quitter) = (waiting[0], waiting[1]);
+    let mut stream = SseReader::open(&app, &format!("/events/{event}/queue/me/stream"), Some(watcher), None).await;
+    app.post_as(quitter, &format!("/events/{event}/queue/leave")).await;
+    let mut seen = BTreeSet::new();
+    let mut statuses = Vec::new();
+    while let Some(s) = stream.next(StdDuration::from_secs(5)).await {
+        assert!(seen.insert(s.id.clone().unwrap()), "no status twice");
+        let v: Value = serde_json::from_str(&s.data).unwrap();
+        statuses.push(v.clone());
+        if v["status"] != "waiting" {
+            break;
+        }
+    }
+    let last = statuses.last().unwrap();
+    assert_eq!(last["status"], "admitted", "{statuses:?}");
+    assert!(last["admission_token"].as_str().unwrap().starts_with("fra1."));
+    let left = status_until(&app, event, quitter, |s| s["status"] == "left").await;
+    assert_eq!(left["admission_token"], Value::Null);
+    // Resuming: from the current version nothing is sent; from an older one, the current status.
+    let now: Value = app
+        .get_as(watcher, &format!("/events/{event}/queue/me"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let current = now["version"].as_str().unwrap().to_owned();
+    let stream_path = format!("/events/{event}/queue/me/stream");
+    let mut resumed = SseReader::open(&app, &stream_path, Some(watcher), Some(&current)).await;
+    assert!(
+        resumed.next(StdDuration::from_millis(300)).await.is_none(),
+        "nothing changed since"
+    );
+    let oldest = seen.iter().min_by_key(|id| offset(id)).unwrap().clone();
+    let mut resumed = SseReader::open(&app, &stream_path, Some(watcher), Some(&oldest)).await;
+    let s = resumed.next(StdDuration::from_secs(5)).await.unwrap();
+    assert_eq!(s.id.as_deref(), Some(current.as_str()));
+    let v: Value = serde_json::from_str(&s.data).unwrap();
+    assert_eq!(v, now);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn joining_a_queue_needs_one_and_the_waitlist_needs_a_sold_out_event() {
+    let app = TestApp::spawn().await;
+    let plain = app.create_event().await;
+    problem(
+        app.post_as("alice", &format!("/events/{plain}/queue/join")).await,
+        404,
+        "no-queue",
+    )
+    .await;
+    let event = queue_event(&app, 10, 5).await;
+    problem(
+        app.post_as("alice", &format!("/events/{event}/waitlist")).await,
+        409,
+        "not-sold-out",
+    )
+    .await;
+    problem(
+        app.post_as("alice", &format!("/events/{event}/queue/leave")).await,
+        404,
+        "not-in-queue",
+    )
+    .await;
+    let res = app
+        .client
+        .put(app.url(&format!("/events/{event}/queue")))
+        .header("x-api-key", ORGANIZER_KEY)
+        .json(&json!({"max_shoppers": 0}))
+        .send()
+        .await
+        .unwrap();
+    problem(res, 422, "invalid-queue").await;
+    app.stop().await;
+}
+
+/// Positions of the seat-moving records of `event` in the journal, in order.
+async fn seat_record_ids(app: &TestApp, event: EventId) -> Vec<String> {
+    let mut ids = Vec::new();
+    for p in 0..app.journal.partitions() {
+        for r in frontrow_journal::conformance::read_all(app.journal.as_ref(), p).await {
+            let env = decode(&r.value).unwrap();
+            if env.event_id == event
+                && matches!(
+                    env.event,
+                    frontrow_schema::Event::SeatsReserved(_)
+                        | frontrow_schema::Event::SeatsBooked(_)
+                        | frontrow_schema::Event::SeatsReleased(_)
+                )
+            {
+                ids.push(format!("{p}:{}", r.offset));
+            }
+        }
+    }
+    ids
+}
+
+fn apply_frame(map: &mut BTreeMap<String, char>, s: &Sse) {
+    match s.event.as_deref() {
+        Some("snapshot") => *map = seat_letters(&serde_json::from_str(&s.data).unwrap()),
+        Some("seat") => {
+            let d: Value = serde_json::from_str(&s.data).unwrap();
+            let letter = match d["status"].as_str().unwrap() {
+                "held" => 'H',
+                "booked" => 'B',
+                "available" => 'A',
+                other => panic!("status {other}"),
+            };
+            for seat in d["seats"].as_array().unwrap() {
+                map.insert(seat.as_str().unwrap().to_owned(), letter);
+            }
+        }
+        other => panic!("unexpected event {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let res = app.reserve_seats("alice", event, &["B-1-1"]).await;
+    let position = res.headers()["frontrow-position"].to_str().unwrap().to_owned();
+    app.availability(event, Some(&position)).await;
+    let path = format!("/events/{event}/seats/stream");
+    let mut stream = SseReader::open(&app, &path, None, None).await;
+    let snapshot = stream.next(StdDuration::from_secs(5)).await.unwrap();
+    assert_eq!(snapshot.event.as_deref(), Some("snapshot"));
+    let mut map = BTreeMap::new();
+    apply_frame(&mut map, &snapshot);
+    assert_eq!(map["B-1-1"], 'H');
+    let mut received: Vec<String> = Vec::new();
+
+    // Changes while connected: holds, a release, a booking.
+    let mut rids = Vec::new();
+    for (who, seats) in [
+        ("bob", ["A-1-1", "A-1-2"]),
+        ("carol", ["A-2-1", "A-2-2"]),
+        ("dan", ["A-1-5", "A-1-6"]),
+    ] {
+        let held: Value = app.reserve_seats(who, event, &seats).await.json().await.unwrap();
+        rids.push((who, held["reservation_id"].as_str().unwrap().to_owned()));
+    }
+    app.post_as("carol", &format!("/events/{event}/reservations/{}/release", rids[1].1))
+        .await;
+    app.webhook(&app.payment_event("payment_intent.succeeded", "evt_s1", event, &rids[0].1, 20000))
+        .await;
+    for _ in 0..5 {
+        let s = stream.next(StdDuration::from_secs(5)).await.expect("a delta");
+        received.push(s.id.clone().unwrap());
+        apply_frame(&mut map, &s);
+    }
+    // Disconnect; more changes happen while away.
+    drop(stream);
+    let last_id = received.last().unwrap().clone();
+    app.webhook(&app.payment_event("payment_intent.succeeded", "evt_s2", event, &rids[2].1, 20000))
+        .await;
+    for i in 5..=8 {
+        let seat = format!("A-2-{i}");
+        app.reserve_seats("erin", event, &[seat.as_str()]).await;
+    }
+    // Resume: first the missed records from the journal, then live ones.
+    let mut stream = SseReader::open(&app, &path, None, Some(&last_id)).await;
+    let res = app.reserve_seats("fay", event, &["B-1-6"]).await;
+    let position = res.headers()["frontrow-position"].to_str().unwrap().to_owned();
+    let served = seat_letters(&app.availability(event, Some(&position)).await);
+    while map != served {
+        let s = stream
+            .next(StdDuration::from_secs(5))
+            .await
+            .unwrap_or_else(|| panic!("stream ended before the map caught up; got {received:?}"));
+        assert_ne!(s.event.as_deref(), Some("snapshot"), "a resume is not a new snapshot");
+        received.push(s.id.clone().unwrap());
+        apply_frame(&mut map, &s);
+    }
+    assert_eq!(map, served, "the map rebuilt from deltas is the served map");
+    // Every seat-moving record after the snapshot, exactly once, in log order.
+    let expected: Vec<String> = seat_record_ids(&app, event)
+        .await
+        .into_iter()
+        .filter(|id| offset(id) > offset(snapshot.id.as_deref().unwrap()))
+        .collect();
+    assert_eq!(received, expected);
+    // A Last-Event-ID of another partition is refused.
+    let res = app
+        .client
+        .get(app.url(&path))
+        .header("last-event-id", "999:1")
+        .send()
+        .await
+        .unwrap();
+    problem(res, 400, "bad-last-event-id").await;
+    app.stop().await;
+}
+
+fn offset(id: &str) -> u64 {
+    id.split_once(':').unwrap().1.parse().unwrap()
+}

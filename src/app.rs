@@ -225,8 +225,10 @@ impl App {
                 let writers = Writers::new(journal.clone(), clock.clone(), config);
                 let ownership = OwnershipSettings {
                     brokers,
+                    // One group per events topic: installations (or test runs) sharing a Kafka
+                    // cluster never rebalance each other.
+                    group: format!("frontrow-command.{topic}"),
                     topic,
-                    group: "frontrow-command".into(),
                     node_url: node_url.trim_end_matches('/').to_owned(),
                     session_timeout: std::time::Duration::from_secs(6),
                 };

@@ -1,6 +1,6 @@
 //! Which command node writes which partition, decided by a Kafka consumer group.
 //!
-//! Every command node joins the group `frontrow-command` over the events topic. The group
+//! Every command node joins the group `frontrow-command.<topic>` over the events topic. The group
 //! coordinator gives each partition to exactly one member; on assignment the node acquires the
 //! partition (fencing the previous owner through the journal's transactional producer, then
 //! restoring its state) and announces itself in the compacted topic `<events>.owners`

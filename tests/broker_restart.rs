@@ -1,12 +1,15 @@
 //! The Kafka broker goes away mid-load and comes back: requests are refused with 503 while it
 //! is gone, nothing acknowledged is lost, and service resumes by itself.
 //!
-//! This stops and starts the broker of `deploy/local` (the one the README's test command
-//! started), so it lives in a test binary of its own: cargo runs test binaries one at a time.
+//! The broker stopped and started here is a private one, run by `deploy/local`'s scripts under
+//! a temporary directory on ports of its own: a restarted broker spends a while loading its
+//! group and transaction coordinators, which would slow down whatever test uses the shared
+//! broker next.
 
 mod common;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,14 +17,68 @@ use std::time::Duration;
 use common::*;
 use serde_json::{Value, json};
 
-fn service(script: &str) {
-    let path = format!("{}/deploy/local/{script}", env!("CARGO_MANIFEST_DIR"));
-    let status = Command::new("bash")
-        .arg(path)
-        .arg("kafka")
-        .status()
-        .expect("the script runs");
-    assert!(status.success(), "{script} kafka failed");
+/// A single-node Kafka of this test's own, stopped (and its data deleted) when dropped.
+struct PrivateBroker {
+    dir: tempfile::TempDir,
+    cache: PathBuf,
+    port: u16,
+    controller_port: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl PrivateBroker {
+    fn start() -> Self {
+        // The downloaded jars are shared with deploy/local's services (see deploy/local/lib.sh).
+        let cache = match (
+            std::env::var_os("FRONTROW_SERVICES_CACHE"),
+            std::env::var_os("FRONTROW_SERVICES_DIR"),
+        ) {
+            (Some(cache), _) => PathBuf::from(cache),
+            (None, Some(dir)) => PathBuf::from(dir).join("cache"),
+            (None, None) => {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".frontrow-services/cache")
+            }
+        };
+        let broker = Self {
+            dir: tempfile::tempdir().unwrap(),
+            cache,
+            port: free_port(),
+            controller_port: free_port(),
+        };
+        broker.script("up.sh");
+        broker
+    }
+
+    fn brokers(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn script(&self, script: &str) {
+        let path = format!("{}/deploy/local/{script}", env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new("bash")
+            .arg(path)
+            .arg("kafka")
+            .env("FRONTROW_SERVICES_DIR", self.dir.path())
+            .env("FRONTROW_SERVICES_CACHE", &self.cache)
+            .env("FRONTROW_KAFKA_PORT", self.port.to_string())
+            .env("FRONTROW_KAFKA_CONTROLLER_PORT", self.controller_port.to_string())
+            .status()
+            .expect("the script runs");
+        assert!(status.success(), "{script} kafka failed");
+    }
+}
+
+impl Drop for PrivateBroker {
+    fn drop(&mut self) {
+        self.script("down.sh");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,7 +91,9 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
             .with_test_writer()
             .try_init();
     }
-    let app = Arc::new(TestApp::spawn_with(|s| s.journal = kafka_journal()).await);
+    let broker = Arc::new(tokio::task::spawn_blocking(PrivateBroker::start).await.unwrap());
+    let journal = format!("kafka://{}/frontrow.test.restart", broker.brokers());
+    let app = Arc::new(TestApp::spawn_with(|s| s.journal = journal).await);
     let event = app.create_event().await;
     let seats: Vec<String> = (1..=2)
         .flat_map(|r| (1..=10).map(move |n| format!("A-{r}-{n}")))
@@ -79,7 +138,8 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
     while acked.lock().unwrap().len() < 3 {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::task::spawn_blocking(|| service("down.sh")).await.unwrap();
+    let b = broker.clone();
+    tokio::task::spawn_blocking(move || b.script("down.sh")).await.unwrap();
     // While the broker is gone, reserves are refused with 503 (after the append times out).
     let refused_before = statuses.lock().unwrap().iter().filter(|s| **s == 503).count();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
@@ -88,7 +148,8 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let acked_while_down = acked.lock().unwrap().len();
-    tokio::task::spawn_blocking(|| service("up.sh")).await.unwrap();
+    let b = broker.clone();
+    tokio::task::spawn_blocking(move || b.script("up.sh")).await.unwrap();
     // Service resumes by itself: new reservations are acknowledged again.
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
     while acked.lock().unwrap().len() <= acked_while_down + 2 {

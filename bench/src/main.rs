@@ -35,6 +35,12 @@ struct Common {
     /// Seconds each closed-loop phase may last at most.
     #[arg(long)]
     phase_secs: Option<f64>,
+    /// Only these scenarios, e.g. `--scenarios 3` or `--scenarios 0,1` (0 is the ceiling).
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// Fans in the flash crowd (scenario 3; default: 200 smoke, 10,000 full).
+    #[arg(long)]
+    fans: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -70,6 +76,10 @@ async fn main() -> anyhow::Result<()> {
     if let Some(s) = common.phase_secs {
         config.phase_s = s;
     }
+    config.scenarios = common.scenarios;
+    if let Some(f) = common.fans {
+        config.flash.fans = f;
+    }
     for url in config.database_url.iter().chain(&config.redis_url) {
         frontrow_bench::serve::require_loopback(url)?;
     }
@@ -83,6 +93,13 @@ async fn main() -> anyhow::Result<()> {
         .map(|(n, _)| n)
         .collect();
     anyhow::ensure!(failed.is_empty(), "correctness checks failed: {failed:?}");
+    let failed: Vec<_> = results
+        .queue_checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.name)
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "waiting-room checks failed: {failed:?}");
     anyhow::ensure!(
         results.ledger_equals_log != Some(false),
         "the ledger does not equal the log"

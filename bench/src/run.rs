@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::baselines::{self, Database};
+use crate::flash::{FlashConfig, QueueCheck, flash_crowd};
 use crate::load::{Bounds, Job, Mode, Outcome, Stats, classify, drive};
 use crate::scenarios::{databases, frontrow};
 use crate::workload::{RaceCheck, arena_rows, seat_picks};
@@ -41,6 +42,10 @@ pub struct Config {
     pub redis_url: Option<String>,
     /// Connections in each database baseline's pool.
     pub pg_pool: u32,
+    /// Scenario 3, the flash crowd.
+    pub flash: FlashConfig,
+    /// Scenario numbers to run (`0` the ceiling, `1`-`5`); empty: all.
+    pub scenarios: Vec<String>,
     #[serde(skip)]
     pub out_dir: PathBuf,
 }
@@ -59,6 +64,8 @@ impl Config {
             database_url: None,
             redis_url: None,
             pg_pool: 16,
+            flash: FlashConfig::smoke(),
+            scenarios: Vec::new(),
             out_dir: PathBuf::from("target/bench"),
         }
     }
@@ -76,8 +83,15 @@ impl Config {
             database_url: None,
             redis_url: None,
             pg_pool: 16,
+            flash: FlashConfig::full(),
+            scenarios: Vec::new(),
             out_dir: PathBuf::from("target/bench"),
         }
+    }
+
+    /// Whether scenario `n` (`"0"`..`"5"`) is to run.
+    pub fn wants(&self, n: &str) -> bool {
+        self.scenarios.is_empty() || self.scenarios.iter().any(|s| s == n)
     }
 
     pub(crate) fn closed(&self, requests: u64) -> (Mode, Bounds) {
@@ -134,6 +148,10 @@ pub struct Results {
     pub ledger_equals_log: Option<bool>,
     pub unavailable: Vec<Unavailable>,
     pub skipped_baselines: Vec<String>,
+    /// Scenario 3's figures beyond the join latencies (SSE streams held, memory per stream).
+    pub flash_crowd: Option<Value>,
+    /// Scenario 3's checks: tickets, and admissions in queue order.
+    pub queue_checks: Vec<QueueCheck>,
 }
 
 impl Results {
@@ -200,10 +218,6 @@ pub(crate) fn client(pool: usize) -> reqwest::Client {
 pub async fn run(config: &Config) -> anyhow::Result<Results> {
     let mut results = Results::default();
     results.unavailable.push(Unavailable {
-        scenario: "3-flash-crowd",
-        reason: "not available: the waiting room has no endpoints in this build",
-    });
-    results.unavailable.push(Unavailable {
         scenario: "5-replay (analytics)",
         reason: "not available: analytics replay is not in this build (the ledger rebuild rate is measured)",
     });
@@ -211,10 +225,18 @@ pub async fn run(config: &Config) -> anyhow::Result<Results> {
     let capacity: usize = rows.iter().map(Vec::len).sum();
     let picks = Arc::new(seat_picks(&rows, config.reserve_requests as usize, 42));
 
-    ceiling(config, &mut results, CEILING_FIRST).await?;
-    frontrow(config, &mut results, capacity, picks.clone()).await?;
+    if config.wants("0") {
+        ceiling(config, &mut results, CEILING_FIRST).await?;
+    }
+    if ["1", "2", "4", "5"].iter().any(|n| config.wants(n)) {
+        frontrow(config, &mut results, capacity, picks.clone()).await?;
+    }
+    if config.wants("3") {
+        flash_crowd(config, &mut results).await?;
+    }
 
     match &config.database_url {
+        _ if !config.wants("1") => {}
         Some(url) => {
             let db = Database::create(url, &format!("frontrow_bench_{}", std::process::id())).await?;
             let outcome = databases(config, &mut results, &db, capacity, &rows, picks.clone()).await;
@@ -225,7 +247,9 @@ pub async fn run(config: &Config) -> anyhow::Result<Results> {
             .skipped_baselines
             .push("naive-pg and redis-lock: no --database-url".into()),
     }
-    ceiling(config, &mut results, CEILING_LAST).await?;
+    if config.wants("0") {
+        ceiling(config, &mut results, CEILING_LAST).await?;
+    }
     Ok(results)
 }
 

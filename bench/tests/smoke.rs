@@ -44,7 +44,22 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
     assert!(report["machine"]["cpus"].as_u64().unwrap() >= 1);
     let scenarios = report["scenarios"].as_array().unwrap();
     let flash = scenarios.iter().find(|s| s["id"] == "3-flash-crowd").unwrap();
-    assert_eq!(flash["available"], false);
+    assert_eq!(flash["available"], true);
+    let joins = results
+        .find("3-flash-crowd", "frontrow", "queue join (ramp)")
+        .expect("the flash crowd's joins were measured");
+    let fans = Config::smoke().flash.fans as u64;
+    assert_eq!((joins.ok, joins.errors, joins.shed), (fans, 0, 0), "{joins:?}");
+    assert_eq!(results.queue_checks.len(), 4, "{:?}", results.queue_checks);
+    for c in &results.queue_checks {
+        assert!(c.passed, "{}: {}", c.name, c.detail);
+    }
+    let crowd = results.flash_crowd.as_ref().unwrap();
+    assert_eq!(
+        crowd["sse_streams_held"], fans,
+        "every fan held its status stream: {crowd}"
+    );
+    assert!(crowd["admitted_seen"].as_u64().unwrap() > 0, "{crowd}");
     assert!(report["ratios"]["reserve_vs_hello"].as_f64().unwrap() > 0.0);
     assert_eq!(report["ratios"]["reserve_vs_naive_pg"], serde_json::Value::Null);
     assert!(

@@ -1,0 +1,823 @@
+//! Scenario 3, the flash crowd: a waiting room opened before the onsale, fans arriving on an
+//! open-loop ramp, every fan then holding its status stream (`GET …/queue/me/stream`, SSE) open
+//! on the same connection, and the onsale letting them in.
+//!
+//! Each fan is one TCP connection of its own, opened at the fan's intended arrival time: a
+//! `POST …/queue/join` with its own customer token, then on the same keep-alive connection the
+//! status stream, read until the scenario ends. Arrivals ramp linearly in rate from 0 over
+//! `ramp_s` (fan `i` of `n` is due at `ramp_s * sqrt(i / n)`), so the peak rate is twice the
+//! mean. Join latency is measured from the intended arrival (coordinated omission corrected)
+//! and includes the TCP connect. The client side is a hand-rolled HTTP/1.1 reader on a bare
+//! `TcpStream` with a small buffer, so that the process's memory growth is mostly the server's.
+//!
+//! FrontRow runs in this process (like every target of the harness): each connection costs
+//! two file descriptors here (client and server end). The harness raises `RLIMIT_NOFILE` and
+//! clamps the crowd to what the limit allows, and says so. Memory per connection is the
+//! process's `VmRSS` (from `/proc/self/status`) once every stream is held minus before the
+//! first join, over the streams held: an upper bound on the server's cost per connection, as
+//! it also holds the fans' queue state and the (small) client side.
+//!
+//! After the onsale the writer draws the lottery and admits fans in queue order up to
+//! `max_shoppers`; a few admitted fans then reserve two seats and pay, which spends their
+//! admissions and lets the next fans in. Checks: every join got a distinct ticket (and the
+//! one the log recorded), joining again answers the same ticket (spot check), the admissions
+//! in the log follow the queue order (`lottery_order` of the recorded seed over the pre-queue,
+//! then later joins first come first served), and the admissions the fans saw over their
+//! streams are the logged ones, a prefix of the queue order, seen in queue order.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use frontrow_journal::Position;
+use frontrow_schema::{Event, EventId, QueueEvent, decode, lottery_order};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::frontrow::{FrontRow, ORGANIZER_KEY};
+use crate::load::{Mode, Stats};
+use crate::run::{Config, Results, client};
+use crate::workload::tokens;
+
+/// The flash crowd's size and pace.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlashConfig {
+    /// Fans wanted (clamped to what the file-descriptor limit allows).
+    pub fans: usize,
+    /// The arrivals ramp over this many seconds.
+    pub ramp_s: f64,
+    /// The onsale is this many seconds after the event is created.
+    pub onsale_after_s: f64,
+    /// The waiting room's `max_shoppers`.
+    pub max_shoppers: u32,
+    /// Admitted fans who then reserve two seats and pay.
+    pub buyers: usize,
+}
+
+impl FlashConfig {
+    pub fn smoke() -> Self {
+        Self {
+            fans: 200,
+            ramp_s: 0.5,
+            onsale_after_s: 4.0,
+            max_shoppers: 20,
+            buyers: 4,
+        }
+    }
+
+    pub fn full() -> Self {
+        Self {
+            fans: 10_000,
+            ramp_s: 1.0,
+            onsale_after_s: 25.0,
+            max_shoppers: 500,
+            buyers: 25,
+        }
+    }
+}
+
+/// One correctness check of the waiting room.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueCheck {
+    pub name: &'static str,
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// File descriptors kept aside for everything but the crowd (journal, ledger, index, pools).
+const FD_RESERVE: u64 = 1024;
+
+/// Raises `RLIMIT_NOFILE` towards what `fans` connections need (two descriptors each, both
+/// ends live in this process); returns the soft limit in force and what was done.
+fn raise_fd_limit(fans: usize) -> (u64, String) {
+    let want = 2 * fans as u64 + FD_RESERVE;
+    let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() else {
+        return (1024, "could not read RLIMIT_NOFILE; assuming 1024".into());
+    };
+    let mut note = format!("RLIMIT_NOFILE was {soft} (hard {hard})");
+    if soft >= want {
+        return (soft, note);
+    }
+    if want > hard && rlimit::setrlimit(rlimit::Resource::NOFILE, want, want).is_ok() {
+        note.push_str(&format!("; raised soft and hard to {want} (privileged)"));
+        return (want, note);
+    }
+    let target = want.min(hard);
+    if target <= soft {
+        note.push_str(&format!(
+            "; the soft limit is the hard limit (raising the hard limit to {want} was refused)"
+        ));
+        return (soft, note);
+    }
+    match rlimit::setrlimit(rlimit::Resource::NOFILE, target, hard) {
+        Ok(()) => {
+            note.push_str(&format!("; raised the soft limit to {target}"));
+            (target, note)
+        }
+        Err(e) => {
+            note.push_str(&format!("; raising it failed: {e}"));
+            (soft, note)
+        }
+    }
+}
+
+/// The process's resident memory, KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// What one fan got.
+#[derive(Debug, Default, Clone)]
+struct Seen {
+    ticket: Option<u64>,
+    /// The stream's version when it first said `admitted`, and the admission token.
+    admitted: Option<(u64, String)>,
+    statuses: u32,
+}
+
+struct Shared {
+    histogram: Mutex<Histogram<u64>>,
+    ok: AtomicU64,
+    shed: AtomicU64,
+    errors: AtomicU64,
+    /// Answers by status (and transport errors), for the report.
+    answers: Mutex<BTreeMap<String, u64>>,
+    joins_done: AtomicUsize,
+    last_join: Mutex<Option<Instant>>,
+    streams_open: AtomicUsize,
+    streams_peak: AtomicUsize,
+    stream_failures: AtomicUsize,
+    fans: Vec<Mutex<Seen>>,
+}
+
+impl Shared {
+    fn answer(&self, what: String) {
+        *self.answers.lock().expect("answers").entry(what).or_default() += 1;
+    }
+}
+
+/// A bare HTTP/1.1 connection: requests written by hand, responses read into one buffer.
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    async fn fill(&mut self) -> anyhow::Result<()> {
+        let n = self.stream.read_buf(&mut self.buf).await?;
+        anyhow::ensure!(n > 0, "connection closed");
+        Ok(())
+    }
+
+    /// Reads a response head: status, content length, chunked.
+    async fn head(&mut self) -> anyhow::Result<(u16, Option<usize>, bool)> {
+        let end = loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end;
+            }
+            anyhow::ensure!(self.buf.len() < 16 * 1024, "response head too long");
+            self.fill().await?;
+        };
+        let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+        self.buf.drain(..end + 4);
+        let mut lines = head.split("\r\n");
+        let status: u16 = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok())
+            .context("no status line")?;
+        let (mut length, mut chunked) = (None, false);
+        for line in lines {
+            let Some((name, value)) = line.split_once(':') else {
+                continue;
+            };
+            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
+            if name == "content-length" {
+                length = value.parse().ok();
+            } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            }
+        }
+        Ok((status, length, chunked))
+    }
+
+    async fn body(&mut self, length: usize) -> anyhow::Result<Vec<u8>> {
+        while self.buf.len() < length {
+            self.fill().await?;
+        }
+        Ok(self.buf.drain(..length).collect())
+    }
+
+    async fn send(&mut self, request: &str) -> anyhow::Result<()> {
+        self.stream.write_all(request.as_bytes()).await?;
+        Ok(())
+    }
+}
+
+struct Fan {
+    i: usize,
+    intended: Instant,
+    addr: SocketAddr,
+    event: String,
+    token: String,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Fan {
+    async fn run(mut self) {
+        let (outcome, conn) = self.join().await;
+        let us = (self.intended.elapsed().as_micros() as u64).clamp(1, 300_000_000);
+        let _ = self.shared.histogram.lock().expect("histogram").record(us);
+        *self.shared.last_join.lock().expect("last join") = Some(Instant::now());
+        self.shared.joins_done.fetch_add(1, Ordering::Relaxed);
+        let counter = match &outcome {
+            Ok(_) => &self.shared.ok,
+            Err(status) if *status == 503 || *status == 429 => &self.shared.shed,
+            Err(_) => &self.shared.errors,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if let (Ok(ticket), Some(conn)) = (outcome, conn) {
+            self.shared.fans[self.i].lock().expect("fan").ticket = Some(ticket);
+            if let Err(e) = self.stream(conn).await {
+                self.shared.stream_failures.fetch_add(1, Ordering::Relaxed);
+                self.shared.answer(format!("stream: {e}"));
+            }
+        }
+    }
+
+    /// Connects and joins; the ticket, or the status (0: transport error).
+    async fn join(&self) -> (Result<u64, u16>, Option<Conn>) {
+        let stream = match TcpStream::connect(self.addr).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.shared.answer(format!("connect: {}", e.kind()));
+                return (Err(0), None);
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let mut conn = Conn {
+            stream,
+            buf: Vec::with_capacity(1024),
+        };
+        let request = format!(
+            "POST /events/{}/queue/join HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer {}\r\ncontent-length: 0\r\n\r\n",
+            self.event, self.token
+        );
+        let answer = async {
+            conn.send(&request).await?;
+            let (status, length, _) = conn.head().await?;
+            let body = conn.body(length.context("join answer without content-length")?).await?;
+            anyhow::Ok((status, body))
+        }
+        .await;
+        match answer {
+            Ok((201, body)) => {
+                self.shared.answer("201".into());
+                match serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v["ticket"].as_u64())
+                {
+                    Some(ticket) => (Ok(ticket), Some(conn)),
+                    None => (Err(201), None),
+                }
+            }
+            Ok((status, _)) => {
+                self.shared.answer(status.to_string());
+                (Err(status), None)
+            }
+            Err(e) => {
+                self.shared.answer(format!("join: {e}"));
+                (Err(0), None)
+            }
+        }
+    }
+
+    /// Opens the status stream on the joined connection and reads it until told to stop.
+    async fn stream(&mut self, mut conn: Conn) -> anyhow::Result<()> {
+        let request = format!(
+            "GET /events/{}/queue/me/stream HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer {}\r\naccept: text/event-stream\r\n\r\n",
+            self.event, self.token
+        );
+        // The query side may not have applied the join yet: `404 not-in-queue` until it has.
+        let mut tries = 0;
+        loop {
+            conn.send(&request).await?;
+            let (status, length, chunked) = conn.head().await?;
+            if status == 200 {
+                anyhow::ensure!(chunked, "the stream is not chunked");
+                break;
+            }
+            conn.body(length.unwrap_or(0)).await?;
+            tries += 1;
+            anyhow::ensure!(status == 404 && tries < 200, "stream answered {status}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut counted = false;
+        let mut text = String::new();
+        let result = loop {
+            // De-chunk whatever is buffered, then take the complete SSE frames.
+            while let Some(eol) = conn.buf.windows(2).position(|w| w == b"\r\n") {
+                let size_text = String::from_utf8_lossy(&conn.buf[..eol]).into_owned();
+                let size_text = size_text.split(';').next().unwrap_or("").trim();
+                let Ok(size) = usize::from_str_radix(size_text, 16) else {
+                    return Err(anyhow::anyhow!("bad chunk size {size_text:?}"));
+                };
+                if conn.buf.len() < eol + 2 + size + 2 {
+                    break;
+                }
+                if size == 0 {
+                    return Ok(());
+                }
+                text.push_str(&String::from_utf8_lossy(&conn.buf[eol + 2..eol + 2 + size]));
+                conn.buf.drain(..eol + 2 + size + 2);
+            }
+            while let Some(end) = text.find("\n\n") {
+                let frame: String = text.drain(..end + 2).collect();
+                let (mut event, mut data) = ("", String::new());
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        event = if v.trim() == "status" { "status" } else { "other" };
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if event != "status" {
+                    continue;
+                }
+                let status: Value = serde_json::from_str(&data).context("status data")?;
+                if !counted {
+                    counted = true;
+                    let open = self.shared.streams_open.fetch_add(1, Ordering::Relaxed) + 1;
+                    self.shared.streams_peak.fetch_max(open, Ordering::Relaxed);
+                }
+                let mut seen = self.shared.fans[self.i].lock().expect("fan");
+                seen.statuses += 1;
+                if status["status"] == "admitted" && seen.admitted.is_none() {
+                    let version: Position = status["version"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .parse()
+                        .map_err(|e: String| anyhow::anyhow!(e))?;
+                    let token = status["admission_token"].as_str().unwrap_or_default().to_owned();
+                    seen.admitted = Some((version.offset, token));
+                }
+            }
+            tokio::select! {
+                read = conn.fill() => if let Err(e) = read { break Err(e) },
+                _ = self.stop.changed() => break Ok(()),
+            }
+        };
+        if counted {
+            self.shared.streams_open.fetch_sub(1, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+async fn create_event(
+    http: &reqwest::Client,
+    base: &str,
+    onsale_at: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<String> {
+    let body = json!({
+        "title": "Flash Crowd", "artist": "Nova Lights", "venue": "Riverside Arena", "city": "Amsterdam",
+        "starts_at": chrono::Utc::now() + chrono::Duration::days(30), "onsale_at": onsale_at,
+        "hold_minutes": 15, "max_seats_per_order": 8, "currency": "EUR",
+        "seat_map": frontrow::sample::arena(),
+    });
+    let res = http
+        .post(format!("{base}/events"))
+        .header("x-api-key", ORGANIZER_KEY)
+        .json(&body)
+        .send()
+        .await?;
+    anyhow::ensure!(res.status() == 201, "creating an event: {}", res.text().await?);
+    let written: Value = res.json().await?;
+    Ok(written["event_id"].as_str().context("no event_id")?.to_owned())
+}
+
+/// Waits until `done` holds or `limit` passes; true if it held.
+async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+fn admitted_count(shared: &Shared) -> usize {
+    shared
+        .fans
+        .iter()
+        .filter(|f| f.lock().expect("fan").admitted.is_some())
+        .count()
+}
+
+/// Runs the flash crowd against a FrontRow of its own.
+pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyhow::Result<()> {
+    let fc = &config.flash;
+    println!("flash crowd (FrontRow, embedded defaults, in-process)");
+    let (limit, fd_note) = raise_fd_limit(fc.fans);
+    let fans = fc.fans.min((limit.saturating_sub(FD_RESERVE) / 2) as usize);
+    let clamp_note = if fans < fc.fans {
+        format!(
+            "{fd_note}: clamped the crowd from {} to {fans} fans (two descriptors per connection in this process)",
+            fc.fans
+        )
+    } else {
+        format!("{fd_note}: room for all {fans} fans")
+    };
+    println!("  {clamp_note}");
+    anyhow::ensure!(fans > 0, "no file descriptors for the crowd");
+
+    let fr = FrontRow::start().await?;
+    let base = format!("http://{}", fr.served.addr);
+    let http = client(64);
+    let tokens = Arc::new(tokens(&fr.auth, fans));
+    let onsale_at = chrono::Utc::now() + chrono::Duration::milliseconds((fc.onsale_after_s * 1000.0) as i64);
+    let onsale_instant = Instant::now() + Duration::from_secs_f64(fc.onsale_after_s);
+    let event = create_event(&http, &base, onsale_at).await?;
+    let res = http
+        .put(format!("{base}/events/{event}/queue"))
+        .header("x-api-key", ORGANIZER_KEY)
+        .json(&json!({ "max_size": null, "max_shoppers": fc.max_shoppers, "admission_secs": 600 }))
+        .send()
+        .await?;
+    anyhow::ensure!(res.status() == 200, "opening the queue: {}", res.text().await?);
+
+    let shared = Arc::new(Shared {
+        histogram: Mutex::new(Histogram::new_with_bounds(1, 300_000_000, 3).expect("valid histogram bounds")),
+        ok: AtomicU64::new(0),
+        shed: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        answers: Mutex::new(BTreeMap::new()),
+        joins_done: AtomicUsize::new(0),
+        last_join: Mutex::new(None),
+        streams_open: AtomicUsize::new(0),
+        streams_peak: AtomicUsize::new(0),
+        stream_failures: AtomicUsize::new(0),
+        fans: (0..fans).map(|_| Mutex::new(Seen::default())).collect(),
+    });
+    let rss_before = rss_kib();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = tokio::task::JoinSet::new();
+    let start = Instant::now() + Duration::from_millis(20);
+    let ramp = Duration::from_secs_f64(fc.ramp_s);
+    for (i, token) in tokens.iter().enumerate() {
+        let intended = start + ramp.mul_f64((i as f64 / fans as f64).sqrt());
+        tokio::time::sleep_until(intended.into()).await;
+        let fan = Fan {
+            i,
+            intended,
+            addr: fr.served.addr,
+            event: event.clone(),
+            token: token.clone(),
+            shared: shared.clone(),
+            stop: stop_rx.clone(),
+        };
+        tasks.spawn(fan.run());
+    }
+    let all_joined = until(Duration::from_secs(120), || {
+        shared.joins_done.load(Ordering::Relaxed) == fans
+    })
+    .await;
+    let joined_at = shared.last_join.lock().expect("last join").unwrap_or_else(Instant::now);
+    let ok = shared.ok.load(Ordering::Relaxed) as usize;
+    let all_held = until(Duration::from_secs(60), || {
+        shared.streams_open.load(Ordering::Relaxed) + shared.stream_failures.load(Ordering::Relaxed) >= ok
+    })
+    .await;
+    let held = shared.streams_open.load(Ordering::Relaxed);
+    let rss_held = rss_kib();
+    let joined_before_onsale = Instant::now() < onsale_instant;
+    println!(
+        "  {ok} of {fans} fans joined{}; {held} status streams held{}; RSS {} -> {} MiB",
+        if all_joined { "" } else { " (timed out)" },
+        if all_held {
+            ""
+        } else {
+            " (timed out waiting for the rest)"
+        },
+        rss_before / 1024,
+        rss_held / 1024
+    );
+
+    // Joining again answers the same ticket.
+    let mut rejoin_ok = 0;
+    let mut rejoin_detail = Vec::new();
+    let spot: Vec<usize> = (0..fans).step_by((fans / 10).max(1)).take(10).collect();
+    for &i in &spot {
+        let first = shared.fans[i].lock().expect("fan").ticket;
+        let res = http
+            .post(format!("{base}/events/{event}/queue/join"))
+            .bearer_auth(&tokens[i])
+            .send()
+            .await?;
+        let status = res.status().as_u16();
+        let again = res.json::<Value>().await.ok().and_then(|v| v["ticket"].as_u64());
+        if status == 200 && first.is_some() && again == first {
+            rejoin_ok += 1;
+        } else {
+            rejoin_detail.push(format!("fan{i}: first {first:?}, again {status} {again:?}"));
+        }
+    }
+
+    // The onsale: the lottery, then the first admissions up to max_shoppers.
+    tokio::time::sleep_until(onsale_instant.into()).await;
+    let first_wave = (fc.max_shoppers as usize).min(ok);
+    let waited = Instant::now();
+    let first_seen = until(Duration::from_secs(60), || admitted_count(&shared) >= first_wave).await;
+    let first_wave_s = waited.elapsed().as_secs_f64();
+
+    // A few admitted fans buy: their admissions are spent and the next fans get in.
+    let mut admitted: Vec<(u64, usize, String)> = shared
+        .fans
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.lock().expect("fan").admitted.clone().map(|(v, t)| (v, i, t)))
+        .collect();
+    admitted.sort();
+    let section = frontrow::sample::arena().sections[0].code.to_string();
+    let mut bought = 0;
+    let mut buy_errors = Vec::new();
+    for (_, i, admission) in admitted.iter().take(fc.buyers) {
+        let res = http
+            .post(format!("{base}/events/{event}/reservations"))
+            .bearer_auth(&tokens[*i])
+            .header("frontrow-admission", admission)
+            .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+            .json(&json!({ "best_available": { "section": section, "count": 2 } }))
+            .send()
+            .await?;
+        let status = res.status().as_u16();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        let Some(reservation) = body["reservation_id"].as_str().filter(|_| status == 201) else {
+            buy_errors.push(format!("fan{i} reserve {status}: {body}"));
+            continue;
+        };
+        let res = http
+            .post(format!("{base}/demo/payments"))
+            .bearer_auth(&tokens[*i])
+            .json(&json!({ "event_id": event, "reservation_id": reservation }))
+            .send()
+            .await?;
+        let status = res.status().as_u16();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        if status == 200 && body["outcome"] == "booked" {
+            bought += 1;
+        } else {
+            buy_errors.push(format!("fan{i} pay {status}: {body}"));
+        }
+    }
+    let second_wave = (first_wave + bought).min(ok);
+    let second_seen = until(Duration::from_secs(30), || admitted_count(&shared) >= second_wave).await;
+    // A moment more: anyone admitted beyond the expected waves shows up too.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held_at_end = shared.streams_open.load(Ordering::Relaxed);
+    let _ = stop_tx.send(true);
+    let closing = tokio::time::timeout(Duration::from_secs(30), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if closing.is_err() {
+        tasks.abort_all();
+    }
+    println!(
+        "  onsale: {} admitted within {first_wave_s:.2}s{}; {bought} bought and paid, then {} admitted{}",
+        first_wave,
+        if first_seen { "" } else { " (timed out)" },
+        admitted_count(&shared),
+        if second_seen {
+            ""
+        } else {
+            " (timed out waiting for the next fans)"
+        }
+    );
+
+    // The log: tickets, the lottery, the admissions.
+    let checks = check_log(&fr, &event, &shared, rejoin_ok, spot.len(), rejoin_detail).await?;
+    for c in &checks {
+        println!(
+            "  check {}: {} ({})",
+            c.name,
+            if c.passed { "ok" } else { "FAILED" },
+            c.detail
+        );
+    }
+
+    let h = shared.histogram.lock().expect("histogram").clone();
+    let elapsed = joined_at.saturating_duration_since(start).as_secs_f64().max(1e-9);
+    let ms = |us: u64| us as f64 / 1000.0;
+    let stats = Stats {
+        mode: Mode::Open {
+            rate: fans as f64 / fc.ramp_s,
+            max_in_flight: fans,
+        },
+        requests: h.len(),
+        ok: ok as u64,
+        refused: 0,
+        shed: shared.shed.load(Ordering::Relaxed),
+        errors: shared.errors.load(Ordering::Relaxed),
+        elapsed_s: elapsed,
+        throughput: h.len() as f64 / elapsed,
+        ok_per_s: ok as f64 / elapsed,
+        p50_ms: ms(h.value_at_quantile(0.50)),
+        p99_ms: ms(h.value_at_quantile(0.99)),
+        p999_ms: ms(h.value_at_quantile(0.999)),
+        max_ms: ms(h.max()),
+    };
+    let peak = shared.streams_peak.load(Ordering::Relaxed);
+    let delta_kib = rss_held.saturating_sub(rss_before);
+    let per_connection_kib = delta_kib as f64 / held.max(1) as f64;
+    let extra = json!({
+        "fans_wanted": fc.fans,
+        "fans": fans,
+        "fd_limit": limit,
+        "fd_note": clamp_note,
+        "ramp_s": fc.ramp_s,
+        "arrivals": "rate ramping linearly from 0: fan i of n due at ramp_s * sqrt(i/n); one new TCP connection per fan",
+        "all_joined_before_onsale": joined_before_onsale,
+        "answers": shared.answers.lock().expect("answers").clone(),
+        "sse_streams_held": held,
+        "sse_streams_peak": peak,
+        "sse_streams_at_end": held_at_end,
+        "sse_stream_failures": shared.stream_failures.load(Ordering::Relaxed),
+        "rss_before_mib": rss_before as f64 / 1024.0,
+        "rss_held_mib": rss_held as f64 / 1024.0,
+        "rss_per_connection_kib": per_connection_kib,
+        "rss_source": "VmRSS of this process (FrontRow in-process, plus the fans' client side and queue state): an upper bound for the server",
+        "max_shoppers": fc.max_shoppers,
+        "first_wave": first_wave,
+        "first_wave_seen_s": first_wave_s,
+        "bought": bought,
+        "buy_errors": buy_errors,
+        "admitted_seen": admitted_count(&shared),
+    });
+    println!(
+        "  SSE: {held} held at once (peak {peak}); {:.1} KiB RSS per connection ({} MiB over {held})",
+        per_connection_kib,
+        delta_kib / 1024
+    );
+    results.push_extra(
+        "3-flash-crowd",
+        "frontrow",
+        "queue join (ramp)",
+        stats,
+        Some(extra.clone()),
+    );
+    results.flash_crowd = Some(extra);
+    results.queue_checks.extend(checks);
+    fr.stop().await?;
+    Ok(())
+}
+
+/// Checks the joins and admissions against the event's log.
+async fn check_log(
+    fr: &FrontRow,
+    event: &str,
+    shared: &Shared,
+    rejoin_ok: usize,
+    rejoin_tried: usize,
+    rejoin_detail: Vec<String>,
+) -> anyhow::Result<Vec<QueueCheck>> {
+    let event_id: EventId = event.parse().context("event id")?;
+    let partition = frontrow_schema::partition::partition_of(&event_id, fr.journal.partitions());
+    let mut joined: BTreeMap<String, (u64, bool)> = BTreeMap::new();
+    let mut seed = None;
+    let mut logged_admissions: Vec<u64> = Vec::new();
+    let mut admitted_at: HashMap<u64, u64> = HashMap::new();
+    for r in frontrow_journal::conformance::read_all(fr.journal.as_ref(), partition).await {
+        let env = decode(&r.value).context("decoding a journal record")?;
+        if env.event_id != event_id {
+            continue;
+        }
+        match env.event {
+            Event::Queue(QueueEvent::Joined(j)) => {
+                joined.insert(j.customer.to_string(), (j.ticket, j.pre_queue));
+            }
+            Event::Queue(QueueEvent::Shuffled(s)) => seed = Some(s.seed),
+            Event::Queue(QueueEvent::Admitted(a)) => {
+                logged_admissions.push(a.ticket);
+                admitted_at.entry(a.ticket).or_insert(r.offset);
+            }
+            _ => {}
+        }
+    }
+    let mut checks = Vec::new();
+
+    // Every acknowledged join: a distinct ticket, the one the log recorded for that fan.
+    let answered: Vec<(usize, u64)> = shared
+        .fans
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.lock().expect("fan").ticket.map(|t| (i, t)))
+        .collect();
+    let distinct: BTreeSet<u64> = answered.iter().map(|(_, t)| *t).collect();
+    let mismatched = answered
+        .iter()
+        .filter(|(i, t)| joined.get(&format!("fan{i}")).map(|j| j.0) != Some(*t))
+        .count();
+    checks.push(QueueCheck {
+        name: "every join got a distinct ticket, the one logged",
+        passed: !answered.is_empty() && distinct.len() == answered.len() && mismatched == 0,
+        detail: format!(
+            "{} joins answered, {} distinct tickets, {} logged joins, {mismatched} differ from the log",
+            answered.len(),
+            distinct.len(),
+            joined.len()
+        ),
+    });
+    checks.push(QueueCheck {
+        name: "joining again answers the same ticket",
+        passed: rejoin_tried > 0 && rejoin_ok == rejoin_tried,
+        detail: format!(
+            "{rejoin_ok} of {rejoin_tried} spot checks answered 200 with the first ticket{}",
+            if rejoin_detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", rejoin_detail.join("; "))
+            }
+        ),
+    });
+
+    // The queue order: the pre-queue in lottery order, then later joins by ticket.
+    let mut pre: Vec<u64> = joined.values().filter(|(_, p)| *p).map(|(t, _)| *t).collect();
+    let mut later: Vec<u64> = joined.values().filter(|(_, p)| !*p).map(|(t, _)| *t).collect();
+    later.sort_unstable();
+    let order: Vec<u64> = match seed {
+        Some(seed) => {
+            lottery_order(seed, &mut pre);
+            pre.iter().chain(&later).copied().collect()
+        }
+        None => Vec::new(),
+    };
+    let prefix_ok = !logged_admissions.is_empty()
+        && logged_admissions.len() <= order.len()
+        && logged_admissions[..] == order[..logged_admissions.len()];
+    checks.push(QueueCheck {
+        name: "the log admits in queue order (lottery of the recorded seed)",
+        passed: seed.is_some() && prefix_ok,
+        detail: format!(
+            "seed {seed:?}, {} in the pre-queue, {} later, {} admissions logged",
+            pre.len(),
+            later.len(),
+            logged_admissions.len()
+        ),
+    });
+
+    // What the fans saw over their streams: the logged admissions, in queue order.
+    let place: HashMap<u64, usize> = order.iter().enumerate().map(|(p, t)| (*t, p)).collect();
+    let mut seen: Vec<(usize, u64)> = shared
+        .fans
+        .iter()
+        .filter_map(|f| {
+            let f = f.lock().expect("fan");
+            Some((*place.get(&f.ticket?)?, f.admitted.as_ref()?.0))
+        })
+        .collect();
+    seen.sort_unstable();
+    let seen_set: BTreeSet<u64> = seen.iter().map(|(p, _)| order[*p]).collect();
+    let logged_set: BTreeSet<u64> = logged_admissions.iter().copied().collect();
+    let is_prefix = seen.iter().enumerate().all(|(k, (p, _))| k == *p);
+    // A status is the waiting room at its version (a log position): when a fan saw itself
+    // admitted, its own admission and everyone's ahead of it must already be in the log at
+    // that version. (Versions need not grow along the queue: a stream may wake late.)
+    let mut ahead = 0;
+    let mut early = 0;
+    for (p, version) in &seen {
+        let own = admitted_at.get(&order[*p]).copied().unwrap_or(u64::MAX);
+        ahead = ahead.max(own);
+        if *version < ahead {
+            early += 1;
+        }
+    }
+    checks.push(QueueCheck {
+        name: "the streams saw every admission, in queue order",
+        passed: !seen.is_empty() && seen_set == logged_set && is_prefix && early == 0,
+        detail: format!(
+            "{} admissions seen over SSE, {} logged; a prefix of the queue: {is_prefix}; seen before a fan ahead was admitted: {early}",
+            seen.len(),
+            logged_set.len()
+        ),
+    });
+    Ok(checks)
+}

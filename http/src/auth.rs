@@ -195,6 +195,34 @@ impl<S: Send + Sync> FromRequestParts<S> for Customer {
     }
 }
 
+/// The verified customer of a server-sent event stream: from `Authorization: Bearer <token>`,
+/// or from the `access_token` query parameter, since a browser's `EventSource` cannot send
+/// headers. Only stream endpoints take it; everything else wants the header.
+#[derive(Debug, Clone)]
+pub struct StreamCustomer(pub CustomerId);
+
+impl<S: Send + Sync> FromRequestParts<S> for StreamCustomer {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        if parts.headers.contains_key(AUTHORIZATION) {
+            return Customer::from_request_parts(parts, state)
+                .await
+                .map(|Customer(c)| StreamCustomer(c));
+        }
+        let auth = auth(parts)?;
+        let token = axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .ok()
+            .and_then(|q| q.0.get("access_token").cloned())
+            .ok_or_else(|| {
+                Problem::unauthorized("sign in: send Authorization: Bearer <token>, or ?access_token=<token>")
+            })?;
+        auth.verify(token.trim(), Utc::now())
+            .map(StreamCustomer)
+            .map_err(|e| Problem::unauthorized(e.to_string()))
+    }
+}
+
 /// The organizer calling, from `X-Api-Key`.
 #[derive(Debug, Clone)]
 pub struct Organizer(pub OrganizerId);
@@ -218,6 +246,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Organizer {
 
 #[cfg(test)]
 mod tests {
+    use axum::http::StatusCode;
+
     use super::*;
 
     fn auth() -> Auth {
@@ -265,6 +295,43 @@ mod tests {
             Err(TokenError::WrongAlgorithm(_))
         ));
         assert_eq!(a.verify("not a token", now), Err(TokenError::Malformed));
+    }
+
+    async fn stream_customer(uri: &str, bearer: Option<&str>) -> Result<CustomerId, Problem> {
+        let mut request = axum::http::Request::builder().uri(uri);
+        if let Some(token) = bearer {
+            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let (mut parts, ()) = request.body(()).unwrap().into_parts();
+        parts.extensions.insert(Arc::new(auth()));
+        StreamCustomer::from_request_parts(&mut parts, &()).await.map(|c| c.0)
+    }
+
+    #[tokio::test]
+    async fn event_streams_take_the_token_from_the_header_or_the_query() {
+        let a = auth();
+        let now = Utc::now();
+        let alice = CustomerId::parse("alice").unwrap();
+        let token = a.mint(&alice, now, now + chrono::Duration::minutes(5));
+        let uri = format!("/events/x/queue/me/stream?access_token={token}");
+        assert_eq!(stream_customer(&uri, None).await.unwrap(), alice);
+        assert_eq!(stream_customer("/s", Some(&token)).await.unwrap(), alice);
+        // The header wins: a bad header is refused even with a good query token.
+        assert_eq!(
+            stream_customer(&uri, Some("forged")).await.unwrap_err().status,
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            stream_customer("/s?access_token=forged", None)
+                .await
+                .unwrap_err()
+                .status,
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            stream_customer("/s", None).await.unwrap_err().status,
+            StatusCode::UNAUTHORIZED
+        );
     }
 
     #[test]

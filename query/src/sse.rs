@@ -31,7 +31,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use frontrow_http::auth::{Auth, Customer};
+use frontrow_http::auth::{Auth, Customer, StreamCustomer};
 use frontrow_http::{ApiPath, Problem};
 use frontrow_journal::Position;
 use frontrow_schema::partition::partition_of;
@@ -173,6 +173,7 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
     params(
         ("event_id" = EventId, Path),
         ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it"),
+        ("access_token" = Option<String>, Query, description = "the customer token, for clients that cannot send `Authorization` (a browser's `EventSource`)"),
     ),
     responses(
         (status = 200, description = "`text/event-stream` of `status` events (data: QueueStatus)", body = QueueStatus,
@@ -186,7 +187,7 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
 pub(crate) async fn my_queue_stream(
     State(catalog): State<Arc<Catalog>>,
     Extension(auth): Extension<Arc<Auth>>,
-    Customer(customer): Customer,
+    StreamCustomer(customer): StreamCustomer,
     ApiPath(event_id): ApiPath<EventId>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {

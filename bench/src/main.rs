@@ -91,6 +91,13 @@ async fn main() -> anyhow::Result<()> {
         .iter()
         .filter(|(_, c)| !c.passed)
         .map(|(n, _)| n)
+        .chain(
+            results
+                .analytics_checks
+                .iter()
+                .filter(|(_, c)| !c.passed)
+                .map(|(n, _)| n),
+        )
         .collect();
     anyhow::ensure!(failed.is_empty(), "correctness checks failed: {failed:?}");
     let failed: Vec<_> = results

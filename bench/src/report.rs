@@ -201,6 +201,12 @@ fn markdown(config: &Config, results: &Results, ratios: &Value, goals: &[Goal]) 
             r["records_per_s"].as_f64().unwrap_or(0.0)
         ));
     }
+    if let Some(a) = &results.analytics {
+        md.push_str(&format!(
+            "| 5-replay | frontrow | analytics replay (events/s) | {:.0} | | | | | | |\n",
+            a["events_per_s"].as_f64().unwrap_or(0.0)
+        ));
+    }
     for u in &results.unavailable {
         md.push_str(&format!("| {} | | {} | | | | | | | |\n", u.scenario, u.reason));
     }
@@ -240,6 +246,25 @@ fn markdown(config: &Config, results: &Results, ratios: &Value, goals: &[Goal]) 
             f["rss_per_connection_kib"].as_f64().unwrap_or(0.0),
             f["rss_source"].as_str().unwrap_or("")
         ));
+    }
+    if !results.analytics_checks.is_empty() {
+        md.push_str(
+            "\n| analytics replay vs race | passed | reservations (log / 201s) | bookings (log / paid) | seats held (log / map) | seats booked (log / map) |\n|---|---|---:|---:|---:|---:|\n",
+        );
+        for (name, c) in &results.analytics_checks {
+            md.push_str(&format!(
+                "| {name} | {} | {} / {} | {} / {} | {} / {} | {} / {} |\n",
+                if c.passed { "yes" } else { "NO" },
+                c.reservations.analytics,
+                c.reservations.observed,
+                c.bookings.analytics,
+                c.bookings.observed,
+                c.seats_held_now.analytics,
+                c.seats_held_now.observed,
+                c.seats_booked_now.analytics,
+                c.seats_booked_now.observed
+            ));
+        }
     }
     md.push_str("\n| target | measured | verdict |\n|---|---:|---|\n");
     for g in goals {

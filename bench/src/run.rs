@@ -15,7 +15,7 @@ use crate::baselines::{self, Database};
 use crate::flash::{FlashConfig, QueueCheck, flash_crowd};
 use crate::load::{Bounds, Job, Mode, Outcome, Stats, classify, drive};
 use crate::scenarios::{databases, frontrow};
-use crate::workload::{RaceCheck, arena_rows, seat_picks};
+use crate::workload::{AnalyticsCheck, RaceCheck, arena_rows, seat_picks};
 
 /// What a run does and how big it is.
 #[derive(Debug, Clone, Serialize)]
@@ -146,6 +146,10 @@ pub struct Results {
     pub checks: Vec<(String, RaceCheck)>,
     pub rebuild: Option<Value>,
     pub ledger_equals_log: Option<bool>,
+    /// Scenario 5's analytics replay of the journal (`frontrow analytics`' code): its rate.
+    pub analytics: Option<Value>,
+    /// Per FrontRow race: the replay's figures of its event against what the race observed.
+    pub analytics_checks: Vec<(String, AnalyticsCheck)>,
     pub unavailable: Vec<Unavailable>,
     pub skipped_baselines: Vec<String>,
     /// Scenario 3's figures beyond the join latencies (SSE streams held, memory per stream).
@@ -217,10 +221,6 @@ pub(crate) fn client(pool: usize) -> reqwest::Client {
 /// Runs everything `config` asks for.
 pub async fn run(config: &Config) -> anyhow::Result<Results> {
     let mut results = Results::default();
-    results.unavailable.push(Unavailable {
-        scenario: "5-replay (analytics)",
-        reason: "not available: analytics replay is not in this build (the ledger rebuild rate is measured)",
-    });
     let rows = arena_rows();
     let capacity: usize = rows.iter().map(Vec::len).sum();
     let picks = Arc::new(seat_picks(&rows, config.reserve_requests as usize, 42));

@@ -1,6 +1,7 @@
 //! The scenarios against each target: FrontRow's (hot onsale, availability reads, search,
-//! the ledger rebuild, and the checks after every race) and the database baselines' (the hot
-//! onsale and its checks). [`crate::run`] calls them in turn and collects the figures.
+//! the checks after every race, the ledger rebuild and the analytics replay) and the database
+//! baselines' (the hot onsale and its checks). [`crate::run`] calls them in turn and collects
+//! the figures.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,13 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
+use frontrow_analytics::ReplayOptions;
 use serde_json::{Value, json};
 
 use crate::baselines::{self, Database};
 use crate::frontrow::{FrontRow, ORGANIZER_KEY, map_letters, state_letters};
 use crate::load::{Bounds, Job, Outcome, classify, drive};
 use crate::run::{Config, Results, client};
-use crate::workload::{Kind, Race, RaceLog, check_race, tokens};
+use crate::workload::{Kind, Race, RaceLog, ReplayedFigures, check_analytics, check_race, tokens};
 
 /// Creates an on-sale event on FrontRow with the arena's seat map; returns its id once the
 /// query side has it.
@@ -235,6 +237,7 @@ pub(crate) async fn frontrow(
 
     // Every race: the answers, the query side's map and a replay of the journal agree.
     let replayed = fr.replay().await?;
+    let mut race_checks = Vec::new();
     for (name, race) in &races {
         let after = last_position(&race.log).unwrap_or_else(|| "0:0".into());
         let res = http
@@ -265,7 +268,8 @@ pub(crate) async fn frontrow(
             check.seats_sold_twice,
             check.seats_mismatched
         );
-        results.checks.push((format!("frontrow: {name}"), check));
+        results.checks.push((format!("frontrow: {name}"), check.clone()));
+        race_checks.push((name, race, check));
     }
 
     // 5. The ledger: caught up, then the journal replayed into a fresh one must equal it.
@@ -288,6 +292,56 @@ pub(crate) async fn frontrow(
         "ledger": "sqlite (embedded), fresh generation",
     }));
     results.ledger_equals_log = Some(equal);
+
+    // 5. The analytics replay: the same journal through `frontrow analytics`' code, every
+    // partition and event; each race's event must have the figures the race observed.
+    let report = frontrow_analytics::analyse(
+        fr.journal.clone(),
+        &ReplayOptions {
+            batch: 5000,
+            ..ReplayOptions::default()
+        },
+        |_| {},
+    )
+    .await?;
+    println!(
+        "  5-replay         frontrow   analytics replay: {} records ({} events' reports) in {:.2}s ({:.0} events/s)",
+        report.coverage.records_read,
+        report.events.len(),
+        report.replay_seconds,
+        report.records_per_second
+    );
+    results.analytics = Some(json!({
+        "records": report.coverage.records_read,
+        "records_decoded": report.coverage.records_decoded,
+        "undecodable": report.coverage.undecodable,
+        "events_reported": report.events.len(),
+        "elapsed_s": report.replay_seconds,
+        "events_per_s": report.records_per_second,
+        "journal": "sqlite (embedded), every partition side by side, every event (frontrow_analytics::analyse)",
+    }));
+    for (name, race, check) in &race_checks {
+        let event: frontrow_schema::EventId = race.event.parse().context("event id")?;
+        let figures = report
+            .events
+            .iter()
+            .find(|e| e.event_id == event)
+            .map(ReplayedFigures::from);
+        let agrees = check_analytics(&race.log, check, figures);
+        println!(
+            "  check analytics of {name}: {} (reservations {} / 201s {}; bookings {} / paid {}; booked seats {} / map {})",
+            if agrees.passed { "ok" } else { "FAILED" },
+            agrees.reservations.analytics,
+            agrees.reservations.observed,
+            agrees.bookings.analytics,
+            agrees.bookings.observed,
+            agrees.seats_booked_now.analytics,
+            agrees.seats_booked_now.observed
+        );
+        results
+            .analytics_checks
+            .push((format!("frontrow analytics: {name}"), agrees));
+    }
     fr.stop().await?;
     Ok(())
 }

@@ -261,6 +261,114 @@ pub fn check_race(
     }
 }
 
+/// One figure as the analytics replay of the log reports it and as the race observed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Agree {
+    pub analytics: u64,
+    pub observed: u64,
+}
+
+impl Agree {
+    fn ok(&self) -> bool {
+        self.analytics == self.observed
+    }
+}
+
+/// The figures of one event that the analytics replay is checked on, taken from its report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplayedFigures {
+    pub reservations: u64,
+    pub seats_reserved: u64,
+    pub bookings: u64,
+    pub seats_booked_total: u64,
+    /// Releases of every reason.
+    pub releases: u64,
+    pub seats_total: u64,
+    pub seats_held_now: u64,
+    pub seats_booked_now: u64,
+}
+
+impl From<&frontrow_analytics::EventReport> for ReplayedFigures {
+    fn from(r: &frontrow_analytics::EventReport) -> Self {
+        let t = &r.totals;
+        Self {
+            reservations: t.reservations,
+            seats_reserved: t.seats_reserved,
+            bookings: t.bookings,
+            seats_booked_total: t.seats_booked,
+            releases: t.expired + t.released + t.payment_failed + t.refunded,
+            seats_total: r.seats_total,
+            seats_held_now: r.seats_held_now,
+            seats_booked_now: r.seats_booked_now,
+        }
+    }
+}
+
+/// Whether the analytics replay of a race's event agrees with the race: every `201` is one
+/// reservation in the log (and its seats the seats reserved), every paid hold one booking, no
+/// release (the harness releases nothing and holds outlive the run), and the seats held and
+/// booked at the end of the log are the ones the race's check found in the availability map.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnalyticsCheck {
+    pub event: String,
+    /// `false` when the replay has no report for the event at all.
+    pub in_report: bool,
+    pub reservations: Agree,
+    pub seats_reserved: Agree,
+    pub bookings: Agree,
+    pub seats_booked_total: Agree,
+    pub releases: Agree,
+    pub seats_total: Agree,
+    pub seats_held_now: Agree,
+    pub seats_booked_now: Agree,
+    pub passed: bool,
+}
+
+/// Checks the analytics figures of a race's event (`None`: the replay did not report it)
+/// against the race's answers and its check of the stored seat states.
+pub fn check_analytics(log: &RaceLog, race: &RaceCheck, replayed: Option<ReplayedFigures>) -> AnalyticsCheck {
+    let won = log.won.lock().expect("race log");
+    let paid = log.paid.lock().expect("race log");
+    let seats_won: usize = won.iter().map(|w| w.seats.len()).sum();
+    let seats_paid: usize = won
+        .iter()
+        .filter(|w| paid.contains(&w.reservation))
+        .map(|w| w.seats.len())
+        .sum();
+    let f = replayed.unwrap_or_default();
+    let agree = |analytics: u64, observed: usize| Agree {
+        analytics,
+        observed: observed as u64,
+    };
+    let mut check = AnalyticsCheck {
+        event: race.event.clone(),
+        in_report: replayed.is_some(),
+        reservations: agree(f.reservations, won.len()),
+        seats_reserved: agree(f.seats_reserved, seats_won),
+        bookings: agree(f.bookings, paid.len()),
+        seats_booked_total: agree(f.seats_booked_total, seats_paid),
+        releases: agree(f.releases, 0),
+        seats_total: agree(f.seats_total, race.capacity),
+        seats_held_now: agree(f.seats_held_now, race.reserved),
+        seats_booked_now: agree(f.seats_booked_now, race.booked),
+        passed: false,
+    };
+    check.passed = check.in_report
+        && [
+            check.reservations,
+            check.seats_reserved,
+            check.bookings,
+            check.seats_booked_total,
+            check.releases,
+            check.seats_total,
+            check.seats_held_now,
+            check.seats_booked_now,
+        ]
+        .iter()
+        .all(Agree::ok);
+    check
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,5 +417,64 @@ mod tests {
         assert!(!stray.passed);
         assert_eq!(stray.seats_mismatched, 1);
         assert!(!check_race("e", 3, &log, &statuses, Some(false)).passed);
+    }
+
+    #[test]
+    fn analytics_figures_that_differ_from_the_race_fail_the_check() {
+        let log = RaceLog::default();
+        for (r, seats) in [("r1", vec!["A-1-1", "A-1-2"]), ("r2", vec!["A-1-3"])] {
+            log.won.lock().unwrap().push(Won {
+                reservation: r.into(),
+                customer: 0,
+                seats: seats.iter().map(|s| s.to_string()).collect(),
+                position: None,
+            });
+        }
+        log.paid.lock().unwrap().insert("r1".into());
+        let statuses: BTreeMap<String, char> = [("A-1-1", 'B'), ("A-1-2", 'B'), ("A-1-3", 'H'), ("A-1-4", 'A')]
+            .into_iter()
+            .map(|(s, c)| (s.to_owned(), c))
+            .collect();
+        let race = check_race("e", 4, &log, &statuses, Some(true));
+        assert!(race.passed, "{race:?}");
+        let right = ReplayedFigures {
+            reservations: 2,
+            seats_reserved: 3,
+            bookings: 1,
+            seats_booked_total: 2,
+            releases: 0,
+            seats_total: 4,
+            seats_held_now: 1,
+            seats_booked_now: 2,
+        };
+        let good = check_analytics(&log, &race, Some(right));
+        assert!(good.passed, "{good:?}");
+        assert_eq!(
+            good.bookings,
+            Agree {
+                analytics: 1,
+                observed: 1
+            }
+        );
+
+        assert!(
+            !check_analytics(&log, &race, None).passed,
+            "an event missing from the report"
+        );
+        let wrong: [fn(&mut ReplayedFigures); 8] = [
+            |f| f.reservations += 1,
+            |f| f.seats_reserved -= 1,
+            |f| f.bookings = 2,
+            |f| f.seats_booked_total = 3,
+            |f| f.releases = 1,
+            |f| f.seats_total = 20_008,
+            |f| f.seats_held_now = 0,
+            |f| f.seats_booked_now = 3,
+        ];
+        for (i, change) in wrong.iter().enumerate() {
+            let mut figures = right;
+            change(&mut figures);
+            assert!(!check_analytics(&log, &race, Some(figures)).passed, "change {i} passed");
+        }
     }
 }

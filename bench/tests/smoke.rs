@@ -10,6 +10,34 @@ fn checks_pass(results: &frontrow_bench::Results) {
         assert!(check.acknowledged_reservations > 0, "{name}: nobody got a seat");
     }
     assert_eq!(results.ledger_equals_log, Some(true), "the ledger differs from the log");
+    // Scenario 5's analytics replay: every FrontRow race's event, its figures as the race saw them.
+    let frontrow_races = results
+        .checks
+        .iter()
+        .filter(|(n, _)| n.starts_with("frontrow:"))
+        .count();
+    assert_eq!(
+        results.analytics_checks.len(),
+        frontrow_races,
+        "a race's event was not replayed"
+    );
+    for (name, check) in &results.analytics_checks {
+        assert!(check.passed, "{name}: {check:?}");
+    }
+    let hot = &results.analytics_checks[0].1;
+    assert!(
+        hot.bookings.analytics > 0,
+        "the hot onsale's paid holds are not bookings: {hot:?}"
+    );
+    assert!(hot.seats_booked_now.analytics > 0, "{hot:?}");
+    let analytics = results.analytics.as_ref().expect("the analytics replay ran");
+    assert!(analytics["records"].as_u64().unwrap() >= hot.reservations.analytics + hot.bookings.analytics);
+    assert!(analytics["events_per_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        results.unavailable.iter().all(|u| !u.scenario.starts_with("5-replay")),
+        "{:?}",
+        results.unavailable
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,6 +88,17 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
         "every fan held its status stream: {crowd}"
     );
     assert!(crowd["admitted_seen"].as_u64().unwrap() > 0, "{crowd}");
+    let replay = scenarios.iter().find(|s| s["id"] == "5-replay").unwrap();
+    assert_eq!(replay["available"], true);
+    assert!(report["results"]["analytics"]["events_per_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        md.contains("| 5-replay | frontrow | analytics replay (events/s) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| frontrow analytics: reserve explicit + pay | yes |"),
+        "{md}"
+    );
     assert!(report["ratios"]["reserve_vs_hello"].as_f64().unwrap() > 0.0);
     assert_eq!(report["ratios"]["reserve_vs_naive_pg"], serde_json::Value::Null);
     assert!(

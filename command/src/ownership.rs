@@ -109,11 +109,14 @@ impl ConsumerContext for GroupContext {
         }
         for e in tpl.elements() {
             let partition = e.partition() as u32;
+            // Taken here, in the callback, so a revocation that arrives before the spawned
+            // acquire runs cancels it (see Writers::assign).
+            let assignment = self.writers.assign(partition);
             let writers = self.writers.clone();
             let announce = self.announce.clone();
             let (directory, url) = (self.directory.clone(), self.node_url.clone());
             self.runtime.spawn(async move {
-                match writers.acquire(partition).await {
+                match writers.acquire_assigned(partition, assignment).await {
                     Ok(()) => {
                         let key = partition.to_string();
                         let record = BaseRecord::to(&directory).key(&key).payload(&url);

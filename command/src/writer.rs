@@ -176,10 +176,31 @@ impl Writers {
     /// Takes ownership of `partition`: fences any earlier writer, restores the partition's
     /// state from the journal, then starts serving it.
     pub async fn acquire(&self, partition: u32) -> Result<(), JournalError> {
+        let assignment = self.assign(partition);
+        self.acquire_assigned(partition, assignment).await
+    }
+
+    /// Marks `partition` as given to this process and returns the assignment's generation, for
+    /// [`acquire_assigned`](Self::acquire_assigned). Called where the assignment is learnt (the
+    /// group's rebalance callback), so that a revocation that comes before the acquire runs
+    /// cancels it rather than being undone by it.
+    pub fn assign(&self, partition: u32) -> u64 {
+        let inner = &self.inner;
+        inner.assigned[partition as usize].store(true, Ordering::SeqCst);
+        inner.generations[partition as usize].load(Ordering::SeqCst)
+    }
+
+    /// [`acquire`](Self::acquire) for the assignment `assignment` returned by
+    /// [`assign`](Self::assign): does nothing if the partition was released since.
+    pub async fn acquire_assigned(&self, partition: u32, assignment: u64) -> Result<(), JournalError> {
         if self.owns(partition) {
             return Ok(());
         }
         let inner = &self.inner;
+        if inner.generations[partition as usize].load(Ordering::SeqCst) != assignment {
+            info!(partition, "partition released before it was acquired; not acquiring it");
+            return Ok(());
+        }
         let (tx, rx) = mpsc::channel(inner.config.mailbox.max(1));
         let mut writer = Writer {
             partition,
@@ -197,8 +218,7 @@ impl Writers {
             snapshot_every: inner.config.snapshot_every,
             saving: None,
         };
-        let generation = inner.generations[partition as usize].load(Ordering::SeqCst);
-        inner.assigned[partition as usize].store(true, Ordering::SeqCst);
+        let generation = assignment;
         writer.restore().await?;
         let mut mailbox = inner.mailboxes[partition as usize]
             .write()
@@ -284,9 +304,13 @@ impl Writers {
                 .write()
                 .unwrap_or_else(|e| e.into_inner())
                 .take();
-            // Keep trying while the partition is still ours (e.g. the brokers are away).
-            while writers.inner.assigned[partition as usize].load(Ordering::SeqCst) {
-                match writers.acquire(partition).await {
+            // Keep trying while the partition is still ours (e.g. the brokers are away); a
+            // release in between ends the assignment this acquires for.
+            let assignment = writers.inner.generations[partition as usize].load(Ordering::SeqCst);
+            while writers.inner.assigned[partition as usize].load(Ordering::SeqCst)
+                && writers.inner.generations[partition as usize].load(Ordering::SeqCst) == assignment
+            {
+                match writers.acquire_assigned(partition, assignment).await {
                     Ok(()) => break,
                     Err(e) => {
                         warn!(partition, error = %e, "could not acquire the partition again; retrying");

@@ -117,7 +117,9 @@ impl ConsumerContext for GroupContext {
             let (directory, url) = (self.directory.clone(), self.node_url.clone());
             self.runtime.spawn(async move {
                 match writers.acquire_assigned(partition, assignment).await {
-                    Ok(()) => {
+                    // Released again before it was served: the new owner announces itself.
+                    Ok(false) => {}
+                    Ok(true) => {
                         let key = partition.to_string();
                         let record = BaseRecord::to(&directory).key(&key).payload(&url);
                         if let Err((e, _)) = announce.send(record) {

@@ -175,7 +175,7 @@ impl Writers {
 
     /// Takes ownership of `partition`: fences any earlier writer, restores the partition's
     /// state from the journal, then starts serving it.
-    pub async fn acquire(&self, partition: u32) -> Result<(), JournalError> {
+    pub async fn acquire(&self, partition: u32) -> Result<bool, JournalError> {
         let assignment = self.assign(partition);
         self.acquire_assigned(partition, assignment).await
     }
@@ -191,15 +191,16 @@ impl Writers {
     }
 
     /// [`acquire`](Self::acquire) for the assignment `assignment` returned by
-    /// [`assign`](Self::assign): does nothing if the partition was released since.
-    pub async fn acquire_assigned(&self, partition: u32, assignment: u64) -> Result<(), JournalError> {
+    /// [`assign`](Self::assign): does nothing if the partition was released since. Says
+    /// whether this process serves the partition now.
+    pub async fn acquire_assigned(&self, partition: u32, assignment: u64) -> Result<bool, JournalError> {
         if self.owns(partition) {
-            return Ok(());
+            return Ok(true);
         }
         let inner = &self.inner;
         if inner.generations[partition as usize].load(Ordering::SeqCst) != assignment {
             info!(partition, "partition released before it was acquired; not acquiring it");
-            return Ok(());
+            return Ok(false);
         }
         let (tx, rx) = mpsc::channel(inner.config.mailbox.max(1));
         let mut writer = Writer {
@@ -227,7 +228,7 @@ impl Writers {
         // state may already be stale. Serving it would answer reads and refusals from the past.
         if inner.generations[partition as usize].load(Ordering::SeqCst) != generation {
             info!(partition, "partition released while restoring; not serving it");
-            return Ok(());
+            return Ok(false);
         }
         let task = tokio::spawn(writer.run());
         *mailbox = Some(tx);
@@ -240,7 +241,7 @@ impl Writers {
         {
             old.abort();
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Stops serving `partition`: new requests are refused, the writer finishes the batch in
@@ -311,7 +312,7 @@ impl Writers {
                 && writers.inner.generations[partition as usize].load(Ordering::SeqCst) == assignment
             {
                 match writers.acquire_assigned(partition, assignment).await {
-                    Ok(()) => break,
+                    Ok(_) => break,
                     Err(e) => {
                         warn!(partition, error = %e, "could not acquire the partition again; retrying");
                         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -44,6 +44,7 @@ use tokio::sync::watch;
 use crate::frontrow::{FrontRow, ORGANIZER_KEY};
 use crate::load::{Mode, Stats};
 use crate::run::{Config, Results, client};
+use crate::scenarios::post_event;
 use crate::workload::tokens;
 
 /// The flash crowd's size and pace.
@@ -390,28 +391,6 @@ impl Fan {
     }
 }
 
-async fn create_event(
-    http: &reqwest::Client,
-    base: &str,
-    onsale_at: chrono::DateTime<chrono::Utc>,
-) -> anyhow::Result<String> {
-    let body = json!({
-        "title": "Flash Crowd", "artist": "Nova Lights", "venue": "Riverside Arena", "city": "Amsterdam",
-        "starts_at": chrono::Utc::now() + chrono::Duration::days(30), "onsale_at": onsale_at,
-        "hold_minutes": 15, "max_seats_per_order": 8, "currency": "EUR",
-        "seat_map": frontrow::sample::arena(),
-    });
-    let res = http
-        .post(format!("{base}/events"))
-        .header("x-api-key", ORGANIZER_KEY)
-        .json(&body)
-        .send()
-        .await?;
-    anyhow::ensure!(res.status() == 201, "creating an event: {}", res.text().await?);
-    let written: Value = res.json().await?;
-    Ok(written["event_id"].as_str().context("no event_id")?.to_owned())
-}
-
 /// Waits until `done` holds or `limit` passes; true if it held.
 async fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
@@ -455,7 +434,8 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     let tokens = Arc::new(tokens(&fr.auth, fans));
     let onsale_at = chrono::Utc::now() + chrono::Duration::milliseconds((fc.onsale_after_s * 1000.0) as i64);
     let onsale_instant = Instant::now() + Duration::from_secs_f64(fc.onsale_after_s);
-    let event = create_event(&http, &base, onsale_at).await?;
+    let written = post_event(&http, &base, "Flash Crowd", "Nova Lights", "Amsterdam", onsale_at).await?;
+    let event = written["event_id"].as_str().context("no event_id")?.to_owned();
     let res = http
         .put(format!("{base}/events/{event}/queue"))
         .header("x-api-key", ORGANIZER_KEY)

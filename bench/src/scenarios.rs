@@ -18,19 +18,19 @@ use crate::load::{Bounds, Job, Outcome, classify, drive};
 use crate::run::{Config, Results, client};
 use crate::workload::{Kind, Race, RaceLog, ReplayedFigures, check_analytics, check_race, tokens};
 
-/// Creates an on-sale event on FrontRow with the arena's seat map; returns its id once the
-/// query side has it.
-async fn create_event(
+/// Creates an event on FrontRow with the arena's seat map, on sale from `onsale_at`; returns
+/// the answer (`event_id`, `position`).
+pub(crate) async fn post_event(
     http: &reqwest::Client,
     base: &str,
     title: &str,
     artist: &str,
     city: &str,
-) -> anyhow::Result<String> {
-    let now = chrono::Utc::now();
+    onsale_at: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<Value> {
     let body = json!({
         "title": title, "artist": artist, "venue": "Riverside Arena", "city": city,
-        "starts_at": now + chrono::Duration::days(30), "onsale_at": now - chrono::Duration::minutes(1),
+        "starts_at": chrono::Utc::now() + chrono::Duration::days(30), "onsale_at": onsale_at,
         "hold_minutes": 15, "max_seats_per_order": 8, "currency": "EUR",
         "seat_map": frontrow::sample::arena(),
     });
@@ -41,7 +41,20 @@ async fn create_event(
         .send()
         .await?;
     anyhow::ensure!(res.status() == 201, "creating an event: {}", res.text().await?);
-    let written: Value = res.json().await?;
+    Ok(res.json().await?)
+}
+
+/// Creates an on-sale event on FrontRow with the arena's seat map; returns its id once the
+/// query side has it.
+async fn create_event(
+    http: &reqwest::Client,
+    base: &str,
+    title: &str,
+    artist: &str,
+    city: &str,
+) -> anyhow::Result<String> {
+    let onsale_at = chrono::Utc::now() - chrono::Duration::minutes(1);
+    let written = post_event(http, base, title, artist, city, onsale_at).await?;
     let event = written["event_id"].as_str().context("no event_id")?.to_owned();
     let position = written["position"].as_str().unwrap_or_default();
     let map = http

@@ -10,6 +10,15 @@
 //! If an append fails, nothing of the batch was acknowledged: every caller gets
 //! [`CommandError::Unavailable`] and the writer rebuilds its state from the journal before it
 //! decides anything else, so the in-memory state never runs ahead of the log.
+//!
+//! Nor may it fall behind the log. Fencing makes a superseded writer's *appends* fail, but a
+//! batch that appends nothing (refusals, retries of finished commands, reads) is answered from
+//! memory, and a writer that another node has fenced without its knowing would answer those
+//! from a past state: "no such event" for an event created since, a seat "free" that was sold.
+//! So before answering such a batch the writer checks that the partition's end is still where
+//! its own last write or restore left it; if anyone else has written since, it answers
+//! [`CommandError::NotOwner`] (the caller forwards or retries) and stops, exactly as when an
+//! append finds it fenced.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -211,6 +220,8 @@ impl Writers {
             deadlines: BinaryHeap::new(),
             queue_timers: BinaryHeap::new(),
             last: None,
+            known_end: 0,
+            marker_pending: false,
             rx,
             batch: inner.config.batch.max(1),
             needs_restore: false,
@@ -370,6 +381,12 @@ struct Writer {
     queue_timers: BinaryHeap<Reverse<(DateTime<Utc>, EventId)>>,
     /// The offset of the newest record this writer has written or read.
     last: Option<Offset>,
+    /// The partition's end offset as this writer last left or found it (after its own append or
+    /// its restore), and whether a transaction marker of its own may still land right after it
+    /// (Kafka writes a commit's marker after the commit returns). The partition's end may only
+    /// be beyond that if some other writer has written since.
+    known_end: Offset,
+    marker_pending: bool,
     rx: mpsc::Receiver<Msg>,
     batch: usize,
     needs_restore: bool,
@@ -483,6 +500,8 @@ impl Writer {
                 }
             }
         }
+        self.known_end = end;
+        self.marker_pending = false;
         self.needs_restore = false;
         info!(
             partition = self.partition,
@@ -635,6 +654,30 @@ impl Writer {
         }));
     }
 
+    /// Checks that nobody else has written to the partition since this writer's own last append
+    /// or restore, so that answers taken from its memory are answers about the log as it is.
+    /// Fails with [`JournalError::Fenced`] when someone has (this writer is superseded, whether
+    /// or not its producer has been told yet), or with the journal's error when it cannot tell.
+    async fn confirm_current(&mut self) -> Result<(), JournalError> {
+        let end = self.journal.end_offset(self.partition).await?;
+        let allowed = self.known_end + u64::from(self.marker_pending);
+        if end > allowed {
+            warn!(
+                partition = self.partition,
+                end,
+                known_end = self.known_end,
+                "the partition was written by another writer since this one last wrote"
+            );
+            return Err(JournalError::Fenced(self.partition));
+        }
+        if end == allowed && self.marker_pending {
+            // The marker has landed: from now on the end must not move at all.
+            self.known_end = end;
+            self.marker_pending = false;
+        }
+        Ok(())
+    }
+
     /// Answers requests whose batch could not be recorded. A fenced writer has lost the
     /// partition to another node: it answers `NotOwner` (so the request can be forwarded to
     /// the new owner; nothing was written) and stops.
@@ -717,11 +760,21 @@ impl Writer {
             }
         }
         let offsets = if records.is_empty() {
+            if pending.iter().any(|p| p.reply.is_some())
+                && let Err(e) = self.confirm_current().await
+            {
+                self.refuse(pending.into_iter().filter_map(|p| p.reply), &e);
+                return;
+            }
             Vec::new()
         } else {
             match self.journal.append(self.partition, records).await {
                 Ok(offsets) => {
                     self.last = offsets.last().copied().or(self.last);
+                    if let Some(&last) = offsets.last() {
+                        self.known_end = last + 1;
+                        self.marker_pending = self.journal.writes_commit_markers();
+                    }
                     self.since_snapshot += offsets.len() as u64;
                     if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
                         self.snapshot();

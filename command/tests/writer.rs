@@ -436,3 +436,87 @@ async fn a_restored_writer_draws_the_lottery_and_lapses_admissions_on_its_timers
     assert_eq!(admitted, joined[..2]);
     assert_eq!(lapsed, joined[..1]);
 }
+
+/// What the superseded writer is asked.
+#[derive(Clone, Copy, Debug)]
+enum Stale {
+    /// To hold a seat of an event created since it last wrote.
+    EventCreatedSince,
+    /// For a reservation made since it last wrote.
+    ReservationMadeSince,
+}
+
+/// Two writers of one partition, the second taking over after the first last wrote: the first,
+/// still believing itself the owner, must answer nothing from its memory of the past (on Kafka
+/// it is fenced but does not know it until it appends; on one SQLite file only the end of the
+/// log gives the takeover away).
+async fn a_superseded_writer_answers_nothing_from_the_past(
+    first: Arc<dyn Journal>,
+    second: Arc<dyn Journal>,
+    ask: Stale,
+) {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let old = Writers::start(first, clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    let known = event(clock.as_ref());
+    schedule(&old, known.clone()).await;
+    let mine = old.send(reserve(known.event_id, "a", &["A-1-1"], "k1")).await.unwrap();
+
+    let new = Writers::start(second, clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    let created_since = event(clock.as_ref());
+    schedule(&new, created_since.clone()).await;
+    let theirs = new.send(reserve(known.event_id, "b", &["A-1-2"], "k2")).await.unwrap();
+
+    // From memory these would be "no such event" and "no such reservation": answers from the past.
+    let stale = match ask {
+        Stale::EventCreatedSince => old.send(reserve(created_since.event_id, "c", &["A-1-1"], "k3")).await,
+        Stale::ReservationMadeSince => old.send(get(known.event_id, "b", &theirs)).await,
+    };
+    assert!(matches!(stale, Err(CommandError::NotOwner(0))), "{ask:?}: {stale:?}");
+    // The revocation reaches the old node (in a cluster, the group's rebalance).
+    old.release(0).await;
+
+    // The new writer answers all of it from the log as it is.
+    assert!(new.send(get(known.event_id, "a", &mine)).await.is_ok());
+    assert!(new.send(get(known.event_id, "b", &theirs)).await.is_ok());
+    let taken = new
+        .send(reserve(created_since.event_id, "c", &["A-1-1"], "k3"))
+        .await
+        .unwrap();
+    assert_eq!(taken.recorded, vec!["frontrow.seats.reserved"]);
+    new.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_superseded_writer_on_sqlite_sees_the_log_moved_on() {
+    for ask in [Stale::EventCreatedSince, Stale::ReservationMadeSince] {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = gate(&dir);
+        a_superseded_writer_answers_nothing_from_the_past(journal.clone(), journal, ask).await;
+    }
+}
+
+/// The race the cluster test met: a node whose writer another node fenced, with no append of
+/// its own since to tell it so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn a_superseded_writer_on_kafka_answers_nothing_from_the_past() {
+    use frontrow_journal::{KafkaJournal, KafkaSettings};
+    let brokers = std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    for ask in [Stale::EventCreatedSince, Stale::ReservationMadeSince] {
+        let settings = KafkaSettings {
+            topic: format!("frontrow.test.superseded.{}", uuid::Uuid::new_v4().simple()),
+            ..KafkaSettings::new(brokers.clone(), 1)
+        };
+        let connect = || async {
+            let journal = KafkaJournal::connect(settings.clone())
+                .await
+                .expect("Kafka is reachable");
+            Arc::new(journal) as Arc<dyn Journal>
+        };
+        a_superseded_writer_answers_nothing_from_the_past(connect().await, connect().await, ask).await;
+    }
+}

@@ -542,6 +542,10 @@ impl Journal for KafkaJournal {
             .map_err(|e| JournalError::Storage(e.to_string()))?
     }
 
+    fn writes_commit_markers(&self) -> bool {
+        true
+    }
+
     async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError> {
         self.inner.check(partition)?;
         self.inner.clone().high_watermark(partition).await

@@ -137,6 +137,13 @@ pub trait Journal: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Whether an append can be followed by a record of the journal's own that no reader sees
+    /// (Kafka's transaction commit marker, written just after the commit returns), so that
+    /// [`end_offset`](Self::end_offset) may grow by one after an append with nothing appended.
+    fn writes_commit_markers(&self) -> bool {
+        false
+    }
+
     /// A receiver of `partition`'s end offset, updated after durable appends.
     fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError>;
 }

@@ -76,9 +76,13 @@ async fn until_served(mut send: impl FnMut() -> reqwest::RequestBuilder, deadlin
         let res = send().send().await;
         match res {
             Ok(res) if res.status() != 503 => return res,
-            _ if start.elapsed() > deadline => panic!("not served within {deadline:?}"),
-            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            Ok(res) => eprintln!("503, retrying: {}", res.text().await.unwrap_or_default()),
+            Err(e) => eprintln!("not answered, retrying: {e}"),
         }
+        if start.elapsed() > deadline {
+            panic!("not served within {deadline:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -267,17 +271,21 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         assert_eq!(res.status(), 201, "B serves the event after A died");
     }
     let taken = won.keys().next().unwrap().clone();
-    let res = client
-        .post(format!("{}/events/{event}/reservations", b.base))
-        .bearer_auth(token("late2"))
-        .header("idempotency-key", "taken-after-failover")
-        .json(&json!({ "seats": [taken] }))
-        .send()
-        .await
-        .unwrap();
+    let res = until_served(
+        || {
+            client
+                .post(format!("{}/events/{event}/reservations", b.base))
+                .bearer_auth(token("late2"))
+                .header("idempotency-key", "taken-after-failover")
+                .json(&json!({ "seats": [taken] }))
+        },
+        Duration::from_secs(60),
+    )
+    .await;
+    let status = res.status();
+    let body = res.text().await.unwrap();
     assert_eq!(
-        res.status(),
-        409,
-        "a seat held before the failover is still held after it"
+        status, 409,
+        "a seat held before the failover is still held after it: {body}"
     );
 }

@@ -206,3 +206,47 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
 }
+
+/// CPU seconds a process has used so far, user + system (`/proc/<pid>/stat`, all its threads).
+/// `/proc` counts in `USER_HZ` ticks, which Linux fixes at 100 for user space.
+pub fn proc_cpu_s(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after its `)` are plain.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// The machine's one-minute load average (`/proc/loadavg`).
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_a_resident_size_and_cpu_time() {
+        let pid = std::process::id();
+        assert!(proc_status_kib(pid, "VmRSS:").is_some_and(|kib| kib > 0));
+        let before = proc_cpu_s(pid).expect("cpu time of this process");
+        // Burn a little CPU so the tick counter moves.
+        let mut x = 0u64;
+        let until = std::time::Instant::now() + Duration::from_millis(50);
+        while std::time::Instant::now() < until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert!(proc_cpu_s(pid).expect("cpu time") >= before);
+        assert!(load_average().is_some_and(|l| l >= 0.0));
+        assert_eq!(proc_cpu_s(u32::MAX), None);
+    }
+}

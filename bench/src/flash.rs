@@ -46,7 +46,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::child::{ChildFrontRow, proc_status_kib};
+use crate::child::{ChildFrontRow, load_average, proc_cpu_s, proc_status_kib};
 use crate::frontrow::{FrontRow, ORGANIZER_KEY};
 use crate::load::{Mode, Stats};
 use crate::run::{Config, Results, client};
@@ -519,6 +519,10 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     });
     let rss_before = fr.rss_kib();
     let harness_rss_before = rss_kib();
+    let server_cpu_before = proc_cpu_s(server_pid);
+    let harness_cpu_before = proc_cpu_s(std::process::id());
+    let load_before = load_average();
+    let cpu_from = Instant::now();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
     let start = Instant::now() + Duration::from_millis(20);
@@ -550,6 +554,12 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     let held = shared.streams_open.load(Ordering::Relaxed);
     let rss_held = fr.rss_kib();
     let harness_rss_held = rss_kib();
+    let server_cpu_s = proc_cpu_s(server_pid).zip(server_cpu_before).map(|(a, b)| a - b);
+    let harness_cpu_s = proc_cpu_s(std::process::id())
+        .zip(harness_cpu_before)
+        .map(|(a, b)| a - b);
+    let load_held = load_average();
+    let ramp_wall_s = cpu_from.elapsed().as_secs_f64();
     let joined_before_onsale = Instant::now() < onsale_instant;
     println!(
         "  {ok} of {fans} fans joined{}; {held} status streams held{}; RSS {} -> {} MiB",
@@ -745,6 +755,13 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         "server": if per_fan == 1 { "child process" } else { "in-process" },
         "server_pid": server_pid,
         "server_stopped_gracefully": stopped_gracefully,
+        "cpu_window_s": ramp_wall_s,
+        "cpu_window": "from just before the first join until every status stream was held",
+        "server_cpu_s": server_cpu_s,
+        "server_cpu_ms_per_join": server_cpu_s.map(|s| s * 1000.0 / ok.max(1) as f64),
+        "server_cpu_note": if per_fan == 1 { "the frontrow child's user + system time (all threads)" } else { "this whole process's user + system time (server and client side)" },
+        "harness_cpu_s": harness_cpu_s,
+        "load_average_1m": [load_before, load_held],
         "harness_rss_before_mib": harness_rss_before as f64 / 1024.0,
         "harness_rss_held_mib": harness_rss_held as f64 / 1024.0,
         "max_shoppers": fc.max_shoppers,
@@ -759,6 +776,15 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         per_connection_kib,
         delta_kib / 1024
     );
+    if let Some(cpu) = server_cpu_s {
+        println!(
+            "  server CPU {cpu:.2} s over {ramp_wall_s:.2} s of joins ({:.2} ms per join); harness CPU {:.2} s; load average {:?} -> {:?}",
+            cpu * 1000.0 / ok.max(1) as f64,
+            harness_cpu_s.unwrap_or(0.0),
+            load_before,
+            load_held
+        );
+    }
     results.push_extra(
         "3-flash-crowd",
         "frontrow",

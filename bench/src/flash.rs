@@ -10,12 +10,15 @@
 //! and includes the TCP connect. The client side is a hand-rolled HTTP/1.1 reader on a bare
 //! `TcpStream` with a small buffer, so that the process's memory growth is mostly the server's.
 //!
-//! FrontRow runs in this process (like every target of the harness): each connection costs
-//! two file descriptors here (client and server end). The harness raises `RLIMIT_NOFILE` and
-//! clamps the crowd to what the limit allows, and says so. Memory per connection is the
-//! process's `VmRSS` (from `/proc/self/status`) once every stream is held minus before the
-//! first join, over the streams held: an upper bound on the server's cost per connection, as
-//! it also holds the fans' queue state and the (small) client side.
+//! FrontRow runs in a child process of its own for the full run: the real `frontrow serve`
+//! binary ([`crate::child`]), so that each connection costs one file descriptor on each side
+//! and the server's memory is its own. Memory per connection is the child's `VmRSS` (from
+//! `/proc/<pid>/status`) once every stream is held minus before the first join, over the
+//! streams held. The smoke run keeps FrontRow in this process (no binary to find): there each
+//! connection costs two descriptors here and the memory figure is the whole process's, an
+//! upper bound that includes the (small) client side. Either way the harness raises the soft
+//! `RLIMIT_NOFILE` to the hard limit before FrontRow starts (a child inherits it), clamps the
+//! crowd to what the limits allow, and says so.
 //!
 //! After the onsale the writer draws the lottery and admits fans in queue order up to
 //! `max_shoppers`; a few admitted fans then reserve two seats and pay, which spends their
@@ -27,12 +30,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use frontrow_journal::Position;
+use frontrow_http::auth::Auth;
+use frontrow_journal::{Journal, Position};
 use frontrow_schema::{Event, EventId, QueueEvent, decode, lottery_order};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -41,6 +46,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::child::{ChildFrontRow, load_average, proc_cpu_s, proc_status_kib};
 use crate::frontrow::{FrontRow, ORGANIZER_KEY};
 use crate::load::{Mode, Stats};
 use crate::run::{Config, Results, client};
@@ -60,6 +66,10 @@ pub struct FlashConfig {
     pub max_shoppers: u32,
     /// Admitted fans who then reserve two seats and pay.
     pub buyers: usize,
+    /// The `frontrow` binary to run as the server, in a child process of its own; `None` runs
+    /// FrontRow in this process (both ends of every connection then count against this
+    /// process's descriptor limit, and its memory is mixed with the harness's).
+    pub frontrow_bin: Option<PathBuf>,
 }
 
 impl FlashConfig {
@@ -70,6 +80,7 @@ impl FlashConfig {
             onsale_after_s: 4.0,
             max_shoppers: 20,
             buyers: 4,
+            frontrow_bin: None,
         }
     }
 
@@ -80,6 +91,7 @@ impl FlashConfig {
             onsale_after_s: 25.0,
             max_shoppers: 500,
             buyers: 25,
+            frontrow_bin: None,
         }
     }
 }
@@ -95,10 +107,11 @@ pub struct QueueCheck {
 /// File descriptors kept aside for everything but the crowd (journal, ledger, index, pools).
 const FD_RESERVE: u64 = 1024;
 
-/// Raises `RLIMIT_NOFILE` towards what `fans` connections need (two descriptors each, both
-/// ends live in this process); returns the soft limit in force and what was done.
-fn raise_fd_limit(fans: usize) -> (u64, String) {
-    let want = 2 * fans as u64 + FD_RESERVE;
+/// Raises `RLIMIT_NOFILE` for what `fans` connections need (`per_fan` descriptors each in this
+/// process): the soft limit to the hard one, or beyond it when privileged; returns the soft
+/// limit in force and what was done.
+fn raise_fd_limit(fans: usize, per_fan: u64) -> (u64, String) {
+    let want = per_fan * fans as u64 + FD_RESERVE;
     let Ok((soft, hard)) = rlimit::Resource::NOFILE.get() else {
         return (1024, "could not read RLIMIT_NOFILE; assuming 1024".into());
     };
@@ -110,7 +123,7 @@ fn raise_fd_limit(fans: usize) -> (u64, String) {
         note.push_str(&format!("; raised soft and hard to {want} (privileged)"));
         return (want, note);
     }
-    let target = want.min(hard);
+    let target = hard;
     if target <= soft {
         note.push_str(&format!(
             "; the soft limit is the hard limit (raising the hard limit to {want} was refused)"
@@ -129,17 +142,39 @@ fn raise_fd_limit(fans: usize) -> (u64, String) {
     }
 }
 
-/// The process's resident memory, KiB.
+/// This process's resident memory, KiB.
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    proc_status_kib(std::process::id(), "VmRSS:").unwrap_or(0)
+}
+
+/// The FrontRow the crowd arrives at.
+enum Target {
+    InProcess(FrontRow),
+    Child(ChildFrontRow),
+}
+
+impl Target {
+    fn addr(&self) -> SocketAddr {
+        match self {
+            Target::InProcess(fr) => fr.served.addr,
+            Target::Child(c) => c.addr,
+        }
+    }
+
+    fn auth(&self) -> &Auth {
+        match self {
+            Target::InProcess(fr) => &fr.auth,
+            Target::Child(c) => &c.auth,
+        }
+    }
+
+    /// The server's resident memory, KiB (in-process: the whole harness's).
+    fn rss_kib(&self) -> u64 {
+        match self {
+            Target::InProcess(_) => rss_kib(),
+            Target::Child(c) => c.rss_kib().unwrap_or(0),
+        }
+    }
 }
 
 /// What one fan got.
@@ -414,12 +449,38 @@ fn admitted_count(shared: &Shared) -> usize {
 /// Runs the flash crowd against a FrontRow of its own.
 pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyhow::Result<()> {
     let fc = &config.flash;
-    println!("flash crowd (FrontRow, embedded defaults, in-process)");
-    let (limit, fd_note) = raise_fd_limit(fc.fans);
-    let fans = fc.fans.min((limit.saturating_sub(FD_RESERVE) / 2) as usize);
+    let per_fan = if fc.frontrow_bin.is_some() { 1 } else { 2 };
+    println!(
+        "flash crowd (FrontRow, embedded defaults, {})",
+        match &fc.frontrow_bin {
+            Some(bin) => format!("child process {}", bin.display()),
+            None => "in this process".into(),
+        }
+    );
+    let (limit, fd_note) = raise_fd_limit(fc.fans, per_fan);
+    let fr = match &fc.frontrow_bin {
+        Some(bin) => Target::Child(ChildFrontRow::start(bin).await?),
+        None => Target::InProcess(FrontRow::start().await?),
+    };
+    // A child's limit is what it inherited from this process; read it back all the same.
+    let (limit, fd_note) = match &fr {
+        Target::Child(c) => match c.fd_limit() {
+            Some(child) => (
+                limit.min(child),
+                format!("{fd_note}; the server (pid {}) has {child}", c.pid),
+            ),
+            None => (limit, format!("{fd_note}; the server's limit is unknown")),
+        },
+        Target::InProcess(_) => (limit, fd_note),
+    };
+    let server_pid = match &fr {
+        Target::Child(c) => c.pid,
+        Target::InProcess(_) => std::process::id(),
+    };
+    let fans = fc.fans.min((limit.saturating_sub(FD_RESERVE) / per_fan) as usize);
     let clamp_note = if fans < fc.fans {
         format!(
-            "{fd_note}: clamped the crowd from {} to {fans} fans (two descriptors per connection in this process)",
+            "{fd_note}: clamped the crowd from {} to {fans} fans ({per_fan} descriptor(s) per connection in this process)",
             fc.fans
         )
     } else {
@@ -428,10 +489,9 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     println!("  {clamp_note}");
     anyhow::ensure!(fans > 0, "no file descriptors for the crowd");
 
-    let fr = FrontRow::start().await?;
-    let base = format!("http://{}", fr.served.addr);
+    let base = format!("http://{}", fr.addr());
     let http = client(64);
-    let tokens = Arc::new(tokens(&fr.auth, fans));
+    let tokens = Arc::new(tokens(fr.auth(), fans));
     let onsale_at = chrono::Utc::now() + chrono::Duration::milliseconds((fc.onsale_after_s * 1000.0) as i64);
     let onsale_instant = Instant::now() + Duration::from_secs_f64(fc.onsale_after_s);
     let written = post_event(&http, &base, "Flash Crowd", "Nova Lights", "Amsterdam", onsale_at).await?;
@@ -457,7 +517,12 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         stream_failures: AtomicUsize::new(0),
         fans: (0..fans).map(|_| Mutex::new(Seen::default())).collect(),
     });
-    let rss_before = rss_kib();
+    let rss_before = fr.rss_kib();
+    let harness_rss_before = rss_kib();
+    let server_cpu_before = proc_cpu_s(server_pid);
+    let harness_cpu_before = proc_cpu_s(std::process::id());
+    let load_before = load_average();
+    let cpu_from = Instant::now();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
     let start = Instant::now() + Duration::from_millis(20);
@@ -468,7 +533,7 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         let fan = Fan {
             i,
             intended,
-            addr: fr.served.addr,
+            addr: fr.addr(),
             event: event.clone(),
             token: token.clone(),
             shared: shared.clone(),
@@ -487,7 +552,14 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     })
     .await;
     let held = shared.streams_open.load(Ordering::Relaxed);
-    let rss_held = rss_kib();
+    let rss_held = fr.rss_kib();
+    let harness_rss_held = rss_kib();
+    let server_cpu_s = proc_cpu_s(server_pid).zip(server_cpu_before).map(|(a, b)| a - b);
+    let harness_cpu_s = proc_cpu_s(std::process::id())
+        .zip(harness_cpu_before)
+        .map(|(a, b)| a - b);
+    let load_held = load_average();
+    let ramp_wall_s = cpu_from.elapsed().as_secs_f64();
     let joined_before_onsale = Instant::now() < onsale_instant;
     println!(
         "  {ok} of {fans} fans joined{}; {held} status streams held{}; RSS {} -> {} MiB",
@@ -594,7 +666,38 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     );
 
     // The log: tickets, the lottery, the admissions.
-    let checks = check_log(&fr, &event, &shared, rejoin_ok, spot.len(), rejoin_detail).await?;
+    // The server stops first when it is a child: its journal file is then read here.
+    let (checks, stopped_gracefully) = match fr {
+        Target::InProcess(fr) => {
+            let checks = check_log(
+                fr.journal.as_ref(),
+                &event,
+                &shared,
+                rejoin_ok,
+                spot.len(),
+                rejoin_detail,
+            )
+            .await;
+            fr.stop().await?;
+            (checks?, true)
+        }
+        Target::Child(mut child) => {
+            let graceful = child.stop().await?;
+            println!(
+                "  the server stopped{}",
+                if graceful {
+                    " gracefully"
+                } else {
+                    " (killed or failed: see its output above)"
+                }
+            );
+            let journal = child.journal().await?;
+            (
+                check_log(journal.as_ref(), &event, &shared, rejoin_ok, spot.len(), rejoin_detail).await?,
+                graceful,
+            )
+        }
+    };
     for c in &checks {
         println!(
             "  check {}: {} ({})",
@@ -644,7 +747,23 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         "rss_before_mib": rss_before as f64 / 1024.0,
         "rss_held_mib": rss_held as f64 / 1024.0,
         "rss_per_connection_kib": per_connection_kib,
-        "rss_source": "VmRSS of this process (FrontRow in-process, plus the fans' client side and queue state): an upper bound for the server",
+        "rss_source": if per_fan == 1 {
+            "VmRSS of the frontrow serve child process: the server's alone"
+        } else {
+            "VmRSS of this process (FrontRow in-process, plus the fans' client side and queue state): an upper bound for the server"
+        },
+        "server": if per_fan == 1 { "child process" } else { "in-process" },
+        "server_pid": server_pid,
+        "server_stopped_gracefully": stopped_gracefully,
+        "cpu_window_s": ramp_wall_s,
+        "cpu_window": "from just before the first join until every status stream was held",
+        "server_cpu_s": server_cpu_s,
+        "server_cpu_ms_per_join": server_cpu_s.map(|s| s * 1000.0 / ok.max(1) as f64),
+        "server_cpu_note": if per_fan == 1 { "the frontrow child's user + system time (all threads)" } else { "this whole process's user + system time (server and client side)" },
+        "harness_cpu_s": harness_cpu_s,
+        "load_average_1m": [load_before, load_held],
+        "harness_rss_before_mib": harness_rss_before as f64 / 1024.0,
+        "harness_rss_held_mib": harness_rss_held as f64 / 1024.0,
         "max_shoppers": fc.max_shoppers,
         "first_wave": first_wave,
         "first_wave_seen_s": first_wave_s,
@@ -657,6 +776,15 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         per_connection_kib,
         delta_kib / 1024
     );
+    if let Some(cpu) = server_cpu_s {
+        println!(
+            "  server CPU {cpu:.2} s over {ramp_wall_s:.2} s of joins ({:.2} ms per join); harness CPU {:.2} s; load average {:?} -> {:?}",
+            cpu * 1000.0 / ok.max(1) as f64,
+            harness_cpu_s.unwrap_or(0.0),
+            load_before,
+            load_held
+        );
+    }
     results.push_extra(
         "3-flash-crowd",
         "frontrow",
@@ -666,13 +794,12 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     );
     results.flash_crowd = Some(extra);
     results.queue_checks.extend(checks);
-    fr.stop().await?;
     Ok(())
 }
 
 /// Checks the joins and admissions against the event's log.
 async fn check_log(
-    fr: &FrontRow,
+    journal: &dyn Journal,
     event: &str,
     shared: &Shared,
     rejoin_ok: usize,
@@ -680,12 +807,12 @@ async fn check_log(
     rejoin_detail: Vec<String>,
 ) -> anyhow::Result<Vec<QueueCheck>> {
     let event_id: EventId = event.parse().context("event id")?;
-    let partition = frontrow_schema::partition::partition_of(&event_id, fr.journal.partitions());
+    let partition = frontrow_schema::partition::partition_of(&event_id, journal.partitions());
     let mut joined: BTreeMap<String, (u64, bool)> = BTreeMap::new();
     let mut seed = None;
     let mut logged_admissions: Vec<u64> = Vec::new();
     let mut admitted_at: HashMap<u64, u64> = HashMap::new();
-    for r in frontrow_journal::conformance::read_all(fr.journal.as_ref(), partition).await {
+    for r in frontrow_journal::conformance::read_all(journal, partition).await {
         let env = decode(&r.value).context("decoding a journal record")?;
         if env.event_id != event_id {
             continue;

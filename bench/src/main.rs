@@ -41,6 +41,15 @@ struct Common {
     /// Fans in the flash crowd (scenario 3; default: 200 smoke, 10,000 full).
     #[arg(long)]
     fans: Option<usize>,
+    /// The `frontrow` binary the flash crowd runs as its server, in a child process (default
+    /// for `run`: `frontrow` beside this executable; build it with `cargo build --release
+    /// --bin frontrow`). `smoke` runs FrontRow in this process unless this is given.
+    #[arg(long, conflicts_with = "in_process")]
+    frontrow_bin: Option<PathBuf>,
+    /// Run the flash crowd's FrontRow in this process (both ends of every connection then
+    /// count against this process's descriptor limit).
+    #[arg(long)]
+    in_process: bool,
 }
 
 #[derive(Subcommand)]
@@ -60,9 +69,9 @@ async fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let (mut config, common) = match Cli::parse().command {
-        Cmd::Run(c) => (Config::full(), c),
-        Cmd::Smoke(c) => (Config::smoke(), c),
+    let (mut config, common, full) = match Cli::parse().command {
+        Cmd::Run(c) => (Config::full(), c, true),
+        Cmd::Smoke(c) => (Config::smoke(), c, false),
     };
     config.database_url = common.database_url;
     config.redis_url = common.redis_url;
@@ -80,6 +89,11 @@ async fn main() -> anyhow::Result<()> {
     if let Some(f) = common.fans {
         config.flash.fans = f;
     }
+    config.flash.frontrow_bin = match common.frontrow_bin {
+        Some(bin) => Some(bin),
+        None if full && !common.in_process && config.wants("3") => Some(frontrow_bench::child::default_binary()?),
+        None => None,
+    };
     for url in config.database_url.iter().chain(&config.redis_url) {
         frontrow_bench::serve::require_loopback(url)?;
     }

@@ -149,7 +149,7 @@ pub fn write(
 ) -> anyhow::Result<(PathBuf, String)> {
     let (ratios, goals) = goals(results);
     let notes = [
-        "FrontRow runs in-process on its embedded defaults (SQLite journal fsynced per group commit, SQLite ledger, tantivy search) on a tokio runtime of its own with 2 worker threads; each baseline the same way; the load generator on a third runtime. Two cores are shared by all of them.",
+        "FrontRow runs in-process on its embedded defaults (SQLite journal fsynced per group commit, SQLite ledger, tantivy search) on a tokio runtime of its own with 2 worker threads; each baseline the same way; the load generator on a third runtime. Two cores are shared by all of them. The flash crowd (scenario 3) of a full run is the exception: its FrontRow is the real `frontrow serve` binary in a child process (the smoke run keeps it in-process).",
         "The database baselines run every connection with synchronous_commit = on (the local cluster's default is off), so their 201s are as durable as FrontRow's.",
         "Closed-loop phases: fixed clients, each waiting for its answer. Open-loop phases: fixed arrival rate; latency measured from the intended send time (coordinated omission corrected).",
         "Throughput counts every answer (201 and the 409s of seats already taken); ok_per_s counts the wanted answers only.",

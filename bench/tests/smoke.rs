@@ -141,3 +141,44 @@ async fn the_smoke_run_with_the_postgresql_and_redis_baselines() {
     }
     assert!(!md.contains("skipped"), "{md}");
 }
+
+/// Scenario 3 as the full run does it: the real `frontrow serve` binary in a child process
+/// (the one `cargo test --workspace` builds beside this test), the crowd's checks read from
+/// the child's journal once it has stopped, and no process left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the frontrow binary (cargo test --workspace builds it): run the README's test command"]
+async fn the_flash_crowd_against_frontrow_serve_in_a_child_process() {
+    let out = tempfile::tempdir().unwrap();
+    let mut config = Config {
+        out_dir: out.path().to_path_buf(),
+        scenarios: vec!["3".into()],
+        ..Config::smoke()
+    };
+    config.flash.frontrow_bin = Some(frontrow_bench::child::default_binary().unwrap());
+    let (results, _, _) = run_and_report(&config).await.unwrap();
+    assert!(results.checks.is_empty(), "only scenario 3 ran: {:?}", results.checks);
+    let joins = results
+        .find("3-flash-crowd", "frontrow", "queue join (ramp)")
+        .expect("the flash crowd's joins were measured");
+    let fans = config.flash.fans as u64;
+    assert_eq!((joins.ok, joins.errors, joins.shed), (fans, 0, 0), "{joins:?}");
+    assert_eq!(results.queue_checks.len(), 4, "{:?}", results.queue_checks);
+    for c in &results.queue_checks {
+        assert!(c.passed, "{}: {}", c.name, c.detail);
+    }
+    let crowd = results.flash_crowd.as_ref().unwrap();
+    assert_eq!(crowd["server"], "child process", "{crowd}");
+    assert_eq!(crowd["sse_streams_held"], fans, "{crowd}");
+    assert_eq!(crowd["server_stopped_gracefully"], true, "{crowd}");
+    assert!(crowd["admitted_seen"].as_u64().unwrap() > 0, "{crowd}");
+    assert!(
+        crowd["rss_held_mib"].as_f64().unwrap() > 0.0,
+        "the child's memory was read: {crowd}"
+    );
+    let pid = crowd["server_pid"].as_u64().unwrap();
+    assert_ne!(pid, u64::from(std::process::id()), "{crowd}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the child {pid} is still there"
+    );
+}

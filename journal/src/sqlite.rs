@@ -68,7 +68,7 @@ impl SqliteJournal {
                  stamped_ms INTEGER,
                  bytes      BLOB NOT NULL,
                  PRIMARY KEY (partition, last)
-             ) WITHOUT ROWID;
+             );
              CREATE TABLE IF NOT EXISTS journal (
                  partition INTEGER NOT NULL,
                  offset    INTEGER NOT NULL,
@@ -240,7 +240,7 @@ impl Inner {
             "DELETE FROM journal_snapshot_history WHERE partition = ?1 AND last < (
                  SELECT last FROM journal_snapshot_history WHERE partition = ?1
                  ORDER BY last DESC LIMIT 1 OFFSET ?2)",
-            params![partition, (keep - 1) as i64],
+            params![partition, (keep - 1).min(i64::MAX as usize) as i64],
         )
         .map_err(storage)?;
         tx.commit().map_err(storage)
@@ -252,28 +252,40 @@ impl Inner {
         bound: SnapshotBound,
     ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
         let conn = self.reader.lock().map_err(storage)?;
+        // The mark first, then only its snapshot: a query that returned the blob would carry
+        // every candidate's blob through its sort.
         let (sql, limit) = match bound {
             SnapshotBound::Offset(o) => (
-                "SELECT last, stamped_ms, bytes FROM journal_snapshot_history
+                "SELECT last, stamped_ms FROM journal_snapshot_history
                  WHERE partition = ?1 AND last <= ?2 ORDER BY last DESC LIMIT 1",
                 o.min(i64::MAX as u64) as i64,
             ),
             SnapshotBound::StampedMs(t) => (
-                "SELECT last, stamped_ms, bytes FROM journal_snapshot_history
+                "SELECT last, stamped_ms FROM journal_snapshot_history
                  WHERE partition = ?1 AND stamped_ms <= ?2 ORDER BY last DESC LIMIT 1",
                 t,
             ),
         };
-        let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
-        let mut rows = stmt.query(params![partition, limit]).map_err(storage)?;
-        let Some(row) = rows.next().map_err(storage)? else {
-            return Ok(None);
+        let mark = {
+            let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
+            let mut rows = stmt.query(params![partition, limit]).map_err(storage)?;
+            let Some(row) = rows.next().map_err(storage)? else {
+                return Ok(None);
+            };
+            SnapshotMark {
+                last: row.get::<_, i64>(0).map_err(storage)? as Offset,
+                stamped_ms: row.get(1).map_err(storage)?,
+            }
         };
-        let mark = SnapshotMark {
-            last: row.get::<_, i64>(0).map_err(storage)? as Offset,
-            stamped_ms: row.get(1).map_err(storage)?,
-        };
-        Ok(Some((mark, row.get(2).map_err(storage)?)))
+        let mut stmt = conn
+            .prepare_cached("SELECT bytes FROM journal_snapshot_history WHERE partition = ?1 AND last = ?2")
+            .map_err(storage)?;
+        let mut rows = stmt.query(params![partition, mark.last as i64]).map_err(storage)?;
+        match rows.next().map_err(storage)? {
+            Some(row) => Ok(Some((mark, row.get(0).map_err(storage)?))),
+            // Deleted by a save in between: as if there were none.
+            None => Ok(None),
+        }
     }
 
     fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {

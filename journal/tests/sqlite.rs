@@ -87,4 +87,14 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
             .is_some()
     );
     assert_eq!(journal.load_snapshot(0).await.unwrap(), Some(b"9".to_vec()));
+    // "Keep everything" keeps everything.
+    journal.keep_snapshots(usize::MAX);
+    for last in 10..13u64 {
+        let mark = SnapshotMark {
+            last: last * 10,
+            stamped_ms: None,
+        };
+        journal.save_snapshot_at(0, mark, Vec::new()).await.unwrap();
+    }
+    assert_eq!(found(75).await, Some(70));
 }

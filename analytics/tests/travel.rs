@@ -255,12 +255,31 @@ async fn the_map_at_an_instant_equals_the_map_read_live_then() {
 /// snapshot still works, and the replay cap applies to the tail only.
 #[tokio::test]
 async fn past_maps_from_snapshots_equal_the_live_maps_and_a_replay_from_the_start() {
-    use frontrow_journal::SnapshotBound;
-    use frontrow_query::travel::replay_from_start;
-
     let dir = tempfile::tempdir().unwrap();
     // One partition, so the snapshots hold another event too and its records sit in between.
     let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.path().join("journal.db"), 1).unwrap());
+    past_maps_from_snapshots(journal).await;
+}
+
+/// The same on Kafka: snapshots in the history topic, found by its binary search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn past_maps_from_snapshots_on_kafka() {
+    let brokers = std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    let settings = frontrow_journal::KafkaSettings {
+        topic: format!("frontrow.test.travel.{}", uuid::Uuid::new_v4().simple()),
+        ..frontrow_journal::KafkaSettings::new(brokers, 1)
+    };
+    let journal = frontrow_journal::KafkaJournal::connect(settings)
+        .await
+        .expect("Kafka is reachable: run deploy/local/up.sh kafka");
+    past_maps_from_snapshots(Arc::new(journal)).await;
+}
+
+async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
+    use frontrow_journal::SnapshotBound;
+    use frontrow_query::travel::replay_from_start;
+
     let start = Utc.with_ymd_and_hms(2027, 6, 1, 9, 0, 0).unwrap();
     let clock = Arc::new(ManualClock::new(start));
     let config = WriterConfig {

@@ -370,6 +370,8 @@ impl App {
         }
         if let Some(catalog) = &self.catalog {
             router = router.merge(frontrow_query::router(catalog.clone()));
+            // A seat's history is read from the log, so the role with a journal reader serves it.
+            router = router.merge(frontrow_analytics::api::router(catalog.journal().clone()));
         }
         if let (Some(search), true) = (&self.search, self.role != Role::Projector) {
             router = router.merge(frontrow_search::router(search.clone()));
@@ -462,6 +464,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     doc.merge(QueryApi::openapi());
     doc.merge(frontrow_search::SearchApi::openapi());
     doc.merge(frontrow_projector::LedgerApi::openapi());
+    doc.merge(frontrow_analytics::api::SeatHistoryApi::openapi());
     doc.merge(OpsApi::openapi());
     doc.info.title = "FrontRow".into();
     doc.info.description = Some("Ticket booking for onsales everyone wants at once.".into());

@@ -1,11 +1,12 @@
 //! `frontrow analytics` against a live server: the real binary reads the running server's
 //! journal (read-only, beside the writers) and its seat histories and past maps agree with what
-//! the server answers over HTTP: the ledger's seat-history route and `availability?at=`.
+//! the server answers over HTTP: the seat-history route (which reads the log too) and
+//! `availability?at=`.
 
 mod common;
 
 use chrono::Duration;
-use common::{ORGANIZER_KEY, TestApp};
+use common::{ORGANIZER_KEY, OTHER_ORGANIZER_KEY, TestApp};
 use serde_json::Value;
 
 /// Runs `frontrow analytics ARGS` on the app's data directory.
@@ -32,7 +33,7 @@ fn json_out(output: &std::process::Output) -> Value {
 }
 
 #[tokio::test]
-async fn the_cli_reads_a_live_log_and_agrees_with_the_ledger_and_the_query_side() {
+async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
     let app = TestApp::spawn().await;
     let event = app.create_event().await;
     let a: Value = app
@@ -75,28 +76,44 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_ledger_and_the_query_side(
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 
-    // The seat history: the ledger's route (once the projector caught up) equals the log's.
+    // The seat history: the route reads the log, so it answers at once and equals the CLI's.
+    let history = |seat: String, key: &'static str| {
+        let request = app
+            .client
+            .get(app.url(&format!("/events/{event}/seats/{seat}/history")))
+            .header("x-api-key", key);
+        async move {
+            let res = request.send().await.unwrap();
+            let status = res.status().as_u16();
+            let content_type = res.headers()["content-type"].to_str().unwrap().to_owned();
+            (status, content_type, res.json::<Value>().await.unwrap())
+        }
+    };
     for seat in ["A-1-1", "A-1-3", "B-1-1", "B-1-6"] {
         let from_log = json_out(&cli(&app, &["seat", "--event", &event.to_string(), "--seat", seat]));
-        let mut from_ledger = Value::Null;
-        for _ in 0..100 {
-            let res = app
-                .client
-                .get(app.url(&format!("/events/{event}/seats/{seat}/history")))
-                .header("x-api-key", ORGANIZER_KEY)
-                .send()
-                .await
-                .unwrap();
-            if res.status() == 200 {
-                from_ledger = res.json().await.unwrap();
-                if from_ledger == from_log {
-                    break;
-                }
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-        assert_eq!(from_ledger, from_log, "seat {seat}");
+        let (status, _, from_route) = history(seat.to_owned(), ORGANIZER_KEY).await;
+        assert_eq!(status, 200, "{from_route}");
+        assert_eq!(from_route, from_log, "seat {seat}");
     }
+    // Another organizer's event, a seat not in the map, an event not in the log: problems.
+    let (status, content_type, problem) = history("B-1-1".into(), OTHER_ORGANIZER_KEY).await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (403, "application/problem+json"),
+        "{problem}"
+    );
+    let (status, _, problem) = history("Z-9-9".into(), ORGANIZER_KEY).await;
+    assert_eq!(status, 404, "{problem}");
+    assert_eq!(problem["type"], "urn:frontrow:problem:not-found");
+    let unknown = uuid::Uuid::now_v7();
+    let res = app
+        .client
+        .get(app.url(&format!("/events/{unknown}/seats/A-1-1/history")))
+        .header("x-api-key", ORGANIZER_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 404);
     let b11 = json_out(&cli(&app, &["seat", "--event", &event.to_string(), "--seat", "B-1-1"]));
     let kinds: Vec<&str> = b11["history"]
         .as_array()
@@ -131,6 +148,11 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_ledger_and_the_query_side(
         .as_array()
         .unwrap();
     assert!(params.iter().any(|p| p["name"] == "at"), "`at` is documented");
+    let history = &doc["paths"]["/events/{event_id}/seats/{seat}/history"]["get"];
+    assert_eq!(
+        history["tags"][0], "history",
+        "the seat history is documented once, as the log's"
+    );
 
     // The report, written while the server runs.
     let out = tempfile::tempdir().unwrap();

@@ -1,10 +1,9 @@
 //! One seat's history, straight from the log.
 //!
-//! The log is the source of a seat's history; the ledger's `seat_history` table (served at
-//! `GET /events/{id}/seats/{seat}/history`) is an index of it, kept by the projector so a support
-//! request does not replay a partition. This module computes the same answer, in the same
-//! [`SeatHistory`] shape, from the log alone: the tests hold the two equal, and
-//! `frontrow analytics seat` prints it when the ledger is not at hand or is suspected wrong.
+//! The log is the source of a seat's history, and this module computes it from the log alone,
+//! in the ledger's [`SeatHistory`] shape: it serves `GET /events/{id}/seats/{seat}/history`
+//! (see [`crate::api`]) and `frontrow analytics seat`. The ledger keeps the same history in its
+//! `seat_history` table as an index for its own reports; the tests hold the two equal.
 //! Times are given to the microsecond, as both ledgers (PostgreSQL `timestamptz`, SQLite) keep
 //! them; the log itself stamps nanoseconds.
 
@@ -12,7 +11,7 @@ use chrono::SubsecRound;
 use frontrow_journal::{Journal, JournalError};
 use frontrow_projector::{SeatHistory, SeatHistoryEntry};
 use frontrow_schema::seatmap::SeatLayout;
-use frontrow_schema::{Event, EventId, SeatId};
+use frontrow_schema::{Event, EventId, OrganizerId, SeatId};
 
 use crate::replay::{ReplayOptions, replay};
 
@@ -23,11 +22,24 @@ pub async fn seat_history(
     event_id: EventId,
     seat: &SeatId,
 ) -> Result<Option<SeatHistory>, JournalError> {
+    Ok(seat_history_with_organizer(journal, event_id, seat)
+        .await?
+        .and_then(|(_, history)| history))
+}
+
+/// The event's organizer and the seat's history (`None` when the seat map has no such seat),
+/// or `None` when the event is not in the log.
+pub async fn seat_history_with_organizer(
+    journal: &dyn Journal,
+    event_id: EventId,
+    seat: &SeatId,
+) -> Result<Option<(OrganizerId, Option<SeatHistory>)>, JournalError> {
     let options = ReplayOptions {
         event: Some(event_id),
         ..ReplayOptions::default()
     };
     let mut layout: Option<SeatLayout> = None;
+    let mut organizer: Option<OrganizerId> = None;
     let mut state = "available";
     let mut history = Vec::new();
     replay(
@@ -38,6 +50,7 @@ pub async fn seat_history(
                 Event::EventScheduled(e) => {
                     if layout.is_none() {
                         layout = Some(SeatLayout::new(e.seat_map.clone()));
+                        organizer = Some(e.organizer.clone());
                     }
                     return;
                 }
@@ -66,13 +79,15 @@ pub async fn seat_history(
         |_| {},
     )
     .await?;
-    let Some(layout) = layout else { return Ok(None) };
-    let Some(index) = layout.index_of(seat) else {
+    let (Some(layout), Some(organizer)) = (layout, organizer) else {
         return Ok(None);
+    };
+    let Some(index) = layout.index_of(seat) else {
+        return Ok(Some((organizer, None)));
     };
     let span = layout.row_of(index);
     let section = &layout.map().sections[span.section as usize];
-    Ok(Some(SeatHistory {
+    let history = SeatHistory {
         event_id: event_id.as_uuid(),
         seat: seat.to_string(),
         section: section.code.to_string(),
@@ -80,5 +95,6 @@ pub async fn seat_history(
         price: span.price,
         state: state.to_owned(),
         history,
-    }))
+    };
+    Ok(Some((organizer, Some(history))))
 }

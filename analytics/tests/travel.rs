@@ -248,3 +248,226 @@ async fn the_map_at_an_instant_equals_the_map_read_live_then() {
     assert!(matches!(limited, Err(frontrow_analytics::TravelError::TooDeep { .. })));
     writers.shutdown().await;
 }
+
+/// The same, with the writers snapshotting every few records: each past map starts from the
+/// nearest snapshot in the journal's history and replays only the tail, and must equal both the
+/// map read live then and a replay from the start of the partition. An instant before the first
+/// snapshot still works, and the replay cap applies to the tail only.
+#[tokio::test]
+async fn past_maps_from_snapshots_equal_the_live_maps_and_a_replay_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // One partition, so the snapshots hold another event too and its records sit in between.
+    let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.path().join("journal.db"), 1).unwrap());
+    past_maps_from_snapshots(journal).await;
+}
+
+/// The same on Kafka: snapshots in the history topic, found by its binary search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn past_maps_from_snapshots_on_kafka() {
+    let brokers = std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    let settings = frontrow_journal::KafkaSettings {
+        topic: format!("frontrow.test.travel.{}", uuid::Uuid::new_v4().simple()),
+        ..frontrow_journal::KafkaSettings::new(brokers, 1)
+    };
+    let journal = frontrow_journal::KafkaJournal::connect(settings)
+        .await
+        .expect("Kafka is reachable: run deploy/local/up.sh kafka");
+    past_maps_from_snapshots(Arc::new(journal)).await;
+}
+
+async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
+    use frontrow_journal::SnapshotBound;
+    use frontrow_query::travel::replay_from_start;
+
+    let start = Utc.with_ymd_and_hms(2027, 6, 1, 9, 0, 0).unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let config = WriterConfig {
+        snapshot_every: 4,
+        ..WriterConfig::default()
+    };
+    let writers = Writers::start(journal.clone(), clock.clone(), config).await.unwrap();
+    let (catalog, _followers) = Catalog::start(journal.clone()).await.unwrap();
+    let map: SeatMap = serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "STD", "name": "Standard", "price": 4500}],
+        "sections": [{"code": "A", "name": "Floor", "rows": [{"name": "1", "seats": 10, "tier": "STD"}, {"name": "2", "seats": 10, "tier": "STD"}]}]
+    }))
+    .unwrap();
+    let send = |event_id: EventId, command: Command| {
+        let writers = writers.clone();
+        let idempotency_key = match &command {
+            Command::Reserve { idempotency_key, .. } => Some(idempotency_key.clone()),
+            _ => None,
+        };
+        async move {
+            writers
+                .send(Request::Command {
+                    event_id,
+                    command,
+                    meta: Meta {
+                        idempotency_key,
+                        ..Meta::default()
+                    },
+                })
+                .await
+                .unwrap()
+        }
+    };
+    let schedule = |event_id: EventId| {
+        Command::Schedule(Box::new(EventScheduled {
+            event_id,
+            organizer: OrganizerId::parse("acme").unwrap(),
+            title: "Snapshots".into(),
+            artist: "Travellers".into(),
+            venue: "Hall".into(),
+            city: "Lyon".into(),
+            tags: vec![],
+            starts_at: start + chrono::Duration::days(20),
+            onsale_at: start,
+            hold_minutes: HoldMinutes::new(15).unwrap(),
+            max_seats_per_order: 6,
+            currency: Currency::parse("EUR").unwrap(),
+            seat_map: map.clone(),
+        }))
+    };
+    let (event, other) = (EventId::new(), EventId::new());
+    let mut seen: Vec<Seen> = Vec::new();
+    let observe = |position: Position, time: DateTime<Utc>| {
+        let catalog = catalog.clone();
+        async move {
+            let (status, map) = get(&catalog, &format!("/events/{event}/availability?after={position}")).await;
+            assert_eq!(status, StatusCode::OK);
+            Seen { position, time, map }
+        }
+    };
+    let out = send(event, schedule(event)).await;
+    seen.push(observe(out.position.unwrap(), clock.now()).await);
+    clock.advance(chrono::Duration::seconds(1));
+    send(other, schedule(other)).await;
+    let customer = CustomerId::parse("ann").unwrap();
+    let mut held = Vec::new();
+    for i in 0..16u32 {
+        clock.advance(chrono::Duration::seconds(1));
+        let (row, n) = (1 + i % 2, 1 + i / 2);
+        let rid = ReservationId::new();
+        let out = send(
+            event,
+            Command::Reserve {
+                customer: customer.clone(),
+                reservation_id: rid,
+                selection: SeatSelection::Explicit(seats(&[&format!("A-{row}-{n}")])),
+                idempotency_key: format!("e{i}"),
+                admission: None,
+            },
+        )
+        .await;
+        assert!(out.reservation.is_some(), "reserved A-{row}-{n}");
+        held.push(rid);
+        seen.push(observe(out.position.unwrap(), clock.now()).await);
+        // Every third step gives an earlier hold back, so seats also return to available.
+        if i % 3 == 2 {
+            clock.advance(chrono::Duration::seconds(1));
+            let out = send(
+                event,
+                Command::Release {
+                    customer: customer.clone(),
+                    reservation_id: held.remove(0),
+                },
+            )
+            .await;
+            seen.push(observe(out.position.unwrap(), clock.now()).await);
+        }
+        // Records of another event in between.
+        send(
+            other,
+            Command::Reserve {
+                customer: customer.clone(),
+                reservation_id: ReservationId::new(),
+                selection: SeatSelection::Explicit(seats(&[&format!("A-{row}-{n}")])),
+                idempotency_key: format!("o{i}"),
+                admission: None,
+            },
+        )
+        .await;
+    }
+    // A graceful stop stores its last snapshot before it returns.
+    writers.shutdown().await;
+
+    // Snapshots were taken in between: most instants have one at or before them, the first none.
+    let mut marks = Vec::new();
+    for s in &seen {
+        let found = journal
+            .snapshot_before(0, SnapshotBound::Offset(s.position.offset))
+            .await
+            .unwrap();
+        if let Some((mark, _)) = found
+            && !marks.contains(&mark)
+        {
+            marks.push(mark);
+        }
+    }
+    assert!(
+        journal
+            .snapshot_before(0, SnapshotBound::Offset(seen[0].position.offset))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(marks.len() >= 4, "snapshots between the instants: {marks:?}");
+    assert!(marks.iter().all(|m| m.stamped_ms.is_some()), "{marks:?}");
+
+    let counts: Vec<&Value> = seen.iter().map(|s| &s.map["seats"]).collect();
+    assert!(counts.windows(2).all(|w| w[0] != w[1]), "{counts:?}");
+    for s in &seen {
+        for at in [At::Position(s.position), At::Time(s.time)] {
+            let query = match at {
+                At::Time(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                At::Position(p) => p.to_string(),
+            };
+            let (status, over_http) = get(&catalog, &format!("/events/{event}/availability?at={query}")).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(over_http, s.map, "at {at}");
+            let from_start = replay_from_start(journal.as_ref(), event, at, TravelLimits::default())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                serde_json::to_value(from_start.availability()).unwrap(),
+                s.map,
+                "at {at}"
+            );
+        }
+    }
+    // A map seeded from a snapshot (and nothing after it) equals the replay up to its offset.
+    for mark in &marks {
+        let at = At::Position(Position {
+            partition: 0,
+            offset: mark.last,
+        });
+        let seeded = availability_at(journal.as_ref(), event, at, TravelLimits::default())
+            .await
+            .unwrap();
+        let replayed = replay_from_start(journal.as_ref(), event, at, TravelLimits::default())
+            .await
+            .unwrap()
+            .map(|e| e.availability());
+        assert!(seeded.is_some());
+        assert_eq!(seeded, replayed, "at snapshot {mark:?}");
+    }
+    // The replay cap counts what the snapshot spares: the last instant is beyond a small cap
+    // from the start, not from the last snapshot.
+    let last = At::Position(seen.last().unwrap().position);
+    let small = TravelLimits {
+        max_records: 12,
+        batch: 2,
+    };
+    assert!(matches!(
+        replay_from_start(journal.as_ref(), event, last, small).await,
+        Err(frontrow_analytics::TravelError::TooDeep { .. })
+    ));
+    let near = availability_at(journal.as_ref(), event, last, small)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(serde_json::to_value(near).unwrap(), seen.last().unwrap().map);
+}

@@ -647,7 +647,18 @@ impl Writer {
         let (journal, partition) = (self.journal.clone(), self.partition);
         self.saving = Some(tokio::spawn(async move {
             let size = bytes.len();
-            match journal.save_snapshot(partition, bytes).await {
+            // The history is searched by time too: stamp the snapshot with its last record's time.
+            let stamped_ms = match journal.read(partition, last, 1).await {
+                Ok(batch) => batch
+                    .records
+                    .first()
+                    .filter(|r| r.offset == last)
+                    .and_then(|r| decode(&r.value).ok())
+                    .map(|env| frontrow_schema::snapshot::ceil_millis(env.time)),
+                Err(_) => None,
+            };
+            let mark = frontrow_journal::SnapshotMark { last, stamped_ms };
+            match journal.save_snapshot_at(partition, mark, bytes).await {
                 Ok(()) => info!(partition, last, size, "snapshot stored"),
                 Err(e) => warn!(partition, error = %e, "snapshot not stored"),
             }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Journal, JournalError, Record};
+use crate::{Journal, JournalError, Record, SnapshotBound, SnapshotMark};
 
 /// Opens journals for the suite.
 #[async_trait]
@@ -244,6 +244,76 @@ pub async fn snapshots_replace_and_survive_reopen(h: &dyn Harness) {
     assert_eq!(j.load_snapshot(1).await.unwrap(), Some(vec![7u8; 200_000]));
 }
 
+/// Snapshots saved with a mark are kept in the partition's history beside the latest: a lookup
+/// by offset or by time finds the newest one within the bound, partitions do not mix, the
+/// latest is still what `load_snapshot` returns, and all of it survives a reopen.
+pub async fn snapshot_history_finds_the_newest_within_a_bound(h: &dyn Harness) {
+    let name = "snapshot_history_finds_the_newest_within_a_bound";
+    let j = h.open(name, 2).await;
+    for p in 0..2 {
+        assert_eq!(
+            j.snapshot_before(p, SnapshotBound::Offset(u64::MAX)).await.unwrap(),
+            None
+        );
+    }
+    let mark = |last, stamped_ms| SnapshotMark { last, stamped_ms };
+    // Partition 0: snapshots covering offsets 9, 19, 29 and 39, stamped at 1000, 2000, ... ms;
+    // the one covering 29 was stamped by a writer that did not know the time.
+    for (i, last) in [9u64, 19, 29, 39].into_iter().enumerate() {
+        let stamped = (last != 29).then_some((i as i64 + 1) * 1000);
+        let bytes = format!("p0@{last}").into_bytes();
+        j.save_snapshot_at(0, mark(last, stamped), bytes).await.unwrap();
+    }
+    j.save_snapshot_at(1, mark(4, Some(500)), b"p1@4".to_vec())
+        .await
+        .unwrap();
+    drop(j);
+    let j = h.open(name, 2).await;
+    assert_eq!(j.load_snapshot(0).await.unwrap(), Some(b"p0@39".to_vec()));
+    assert_eq!(j.load_snapshot(1).await.unwrap(), Some(b"p1@4".to_vec()));
+    let by_offset = [
+        (0, None),
+        (8, None),
+        (9, Some(9)),
+        (10, Some(9)),
+        (28, Some(19)),
+        (29, Some(29)),
+        (38, Some(29)),
+        (39, Some(39)),
+        (u64::MAX, Some(39)),
+    ];
+    for (offset, want) in by_offset {
+        let got = j.snapshot_before(0, SnapshotBound::Offset(offset)).await.unwrap();
+        assert_eq!(
+            got.as_ref().map(|(m, _)| m.last),
+            want,
+            "newest snapshot covering at most offset {offset}"
+        );
+        if let Some((m, bytes)) = got {
+            assert_eq!(bytes, format!("p0@{}", m.last).into_bytes());
+            assert_eq!(m.stamped_ms, (m.last != 29).then(|| (m.last as i64 + 1) / 10 * 1000));
+        }
+    }
+    // By time: the unstamped snapshot is never an answer.
+    for (t, want) in [
+        (999, None),
+        (1000, Some(9)),
+        (2999, Some(19)),
+        (3999, Some(19)),
+        (4000, Some(39)),
+    ] {
+        let got = j.snapshot_before(0, SnapshotBound::StampedMs(t)).await.unwrap();
+        assert_eq!(got.map(|(m, _)| m.last), want, "newest snapshot stamped at most {t} ms");
+    }
+    let other = j.snapshot_before(1, SnapshotBound::Offset(100)).await.unwrap();
+    assert_eq!(other, Some((mark(4, Some(500)), b"p1@4".to_vec())));
+    assert_eq!(j.snapshot_before(1, SnapshotBound::Offset(3)).await.unwrap(), None);
+    assert!(matches!(
+        j.snapshot_before(2, SnapshotBound::Offset(0)).await,
+        Err(JournalError::NoSuchPartition { .. })
+    ));
+}
+
 /// Generates one test per conformance case for a harness expression; attributes given after it
 /// (e.g. `journal_conformance!(harness(), #[ignore = "needs kafka"])`) go on every test.
 #[macro_export]
@@ -253,7 +323,7 @@ macro_rules! journal_conformance {
             append_then_read, partitions_are_independent, read_from_offset_with_limit,
             empty_batches_and_bad_partitions, followers_see_new_appends,
             concurrent_appends_stay_atomic, appends_survive_reopen,
-            snapshots_replace_and_survive_reopen);
+            snapshots_replace_and_survive_reopen, snapshot_history_finds_the_newest_within_a_bound);
     };
     (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
         $( $crate::journal_conformance!(@one $attrs $harness; $case); )*

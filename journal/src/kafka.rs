@@ -13,6 +13,14 @@
 //!
 //! The topic is created with `flush.messages=1` (each append is fsynced by the broker before it
 //! is acknowledged), so an acknowledged batch survives a broker crash even with one replica.
+//!
+//! Snapshots: the latest of each partition is kept in the compacted topic `<topic>.snapshots`
+//! (keyed by partition), which is all a writer's restore reads. Snapshots saved with
+//! [`Journal::save_snapshot_at`] also go to `<topic>.snapshot-history`, partitioned like the
+//! events topic: history partition `p` holds `p`'s snapshots in the order they were saved
+//! (increasing covered offset), each keyed by its [`SnapshotMark`] as JSON. A lookup binary
+//! searches that partition by offset, reading one record per probe. The history topic deletes
+//! records older than [`KafkaSettings::snapshot_history_retention`].
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -29,7 +37,7 @@ use rdkafka::{Offset as KafkaOffset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use crate::{Batch, Journal, JournalError, Offset, Record, StoredRecord};
+use crate::{Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord};
 
 /// How long a broker call may take before the journal reports it unavailable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,6 +53,8 @@ pub struct KafkaSettings {
     pub partitions: u32,
     /// Replication factor used when the topic is created.
     pub replication: i32,
+    /// How long the snapshot history topic keeps a snapshot (its `retention.ms` when created).
+    pub snapshot_history_retention: Duration,
 }
 
 impl KafkaSettings {
@@ -54,6 +64,7 @@ impl KafkaSettings {
             topic: "frontrow.events".into(),
             partitions,
             replication: 1,
+            snapshot_history_retention: DEFAULT_SNAPSHOT_HISTORY_RETENTION,
         }
     }
 }
@@ -78,6 +89,9 @@ struct Inner {
     /// Writes snapshots to `<topic>.snapshots` (not transactional: a snapshot is a cache).
     snapshots: FutureProducer,
 }
+
+/// How long the snapshot history keeps a snapshot unless told otherwise: a week.
+pub const DEFAULT_SNAPSHOT_HISTORY_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Largest snapshot the snapshot topic accepts, compressed (lz4 shrinks the JSON several times).
 const MAX_SNAPSHOT_BYTES: usize = 100 << 20;
@@ -152,8 +166,23 @@ impl KafkaJournal {
         let snapshots_topic = NewTopic::new(&snapshots_name, 1, TopicReplication::Fixed(settings.replication))
             .set("cleanup.policy", "compact")
             .set("max.message.bytes", "104857600");
+        let history_name = history_topic(&settings.topic);
+        let retention_ms = settings.snapshot_history_retention.as_millis().max(1).to_string();
+        // Kafka deletes whole segments: roll them often enough that retention can bite.
+        let segment_ms = (settings.snapshot_history_retention.as_millis() / 4)
+            .max(3_600_000)
+            .to_string();
+        let history = NewTopic::new(
+            &history_name,
+            settings.partitions as i32,
+            TopicReplication::Fixed(settings.replication),
+        )
+        .set("cleanup.policy", "delete")
+        .set("retention.ms", &retention_ms)
+        .set("segment.ms", &segment_ms)
+        .set("max.message.bytes", "104857600");
         for result in admin
-            .create_topics([&snapshots_topic], &options)
+            .create_topics([&snapshots_topic, &history], &options)
             .await
             .map_err(kafka_err)?
         {
@@ -228,6 +257,27 @@ impl KafkaJournal {
 
 fn snapshot_topic(topic: &str) -> String {
     format!("{topic}.snapshots")
+}
+
+fn history_topic(topic: &str) -> String {
+    format!("{topic}.snapshot-history")
+}
+
+/// A consumer that can read one whole snapshot record.
+fn snapshot_consumer(brokers: &str, group: &str) -> Result<BaseConsumer, JournalError> {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "20")
+        .set("fetch.message.max.bytes", MAX_SNAPSHOT_BYTES.to_string())
+        .set(
+            "receive.message.max.bytes",
+            (MAX_SNAPSHOT_BYTES + (1 << 20)).to_string(),
+        )
+        .create()
+        .map_err(kafka_err)
 }
 
 /// The CloudEvents context attributes of a structured-mode event, if the value is one.
@@ -404,6 +454,50 @@ impl Inner {
         }
     }
 
+    /// The newest snapshot in `partition`'s history within `bound`: a binary search over the
+    /// history partition, whose marks grow with its offsets.
+    fn snapshot_before_blocking(
+        &self,
+        partition: u32,
+        bound: SnapshotBound,
+    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+        let topic = history_topic(&self.settings.topic);
+        let c = snapshot_consumer(&self.settings.brokers, "frontrow-snapshot-history-reader")?;
+        let (low, high) = c
+            .fetch_watermarks(&topic, partition as i32, CALL_TIMEOUT)
+            .map_err(kafka_err)?;
+        let (mut lo, mut hi) = (low.max(0), high.max(0));
+        let mut best = None;
+        // Whether a record can be placed in the order: a snapshot without a time stamp says
+        // nothing about a bound by time (nor does a key that is not a mark).
+        let placed = |mark: &Option<SnapshotMark>| match (mark, bound) {
+            (None, _) => false,
+            (Some(m), SnapshotBound::StampedMs(_)) => m.stamped_ms.is_some(),
+            (Some(_), SnapshotBound::Offset(_)) => true,
+        };
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            // The first record at or after `mid` that can be placed, skipping (rare) others.
+            let mut probe = mid;
+            let found = loop {
+                match history_record(&c, &topic, partition, probe)? {
+                    Some((at, mark, bytes)) if at < hi && placed(&mark) => break mark.map(|m| (at, m, bytes)),
+                    Some((at, _, _)) if at + 1 < hi => probe = at + 1,
+                    // Nothing placeable in [mid, hi) (or retention ran): look lower.
+                    _ => break None,
+                }
+            };
+            match found {
+                Some((at, mark, bytes)) if bound.admits(&mark) => {
+                    best = Some((mark, bytes));
+                    lo = at + 1;
+                }
+                _ => hi = mid,
+            }
+        }
+        Ok(best)
+    }
+
     fn read_blocking(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
         let mut reader = self.readers[partition as usize]
             .lock()
@@ -572,6 +666,39 @@ impl Journal for KafkaJournal {
             .map_err(|e| JournalError::Storage(e.to_string()))?
     }
 
+    async fn save_snapshot_at(
+        &self,
+        partition: u32,
+        mark: SnapshotMark,
+        snapshot: Vec<u8>,
+    ) -> Result<(), JournalError> {
+        self.inner.check(partition)?;
+        let topic = history_topic(&self.inner.settings.topic);
+        let key = serde_json::to_vec(&mark).map_err(|e| JournalError::Storage(e.to_string()))?;
+        let record = FutureRecord::to(&topic)
+            .partition(partition as i32)
+            .key(&key)
+            .payload(&snapshot);
+        self.inner
+            .snapshots
+            .send(record, CALL_TIMEOUT)
+            .await
+            .map_err(|(e, _)| kafka_err(e))?;
+        self.save_snapshot(partition, snapshot).await
+    }
+
+    async fn snapshot_before(
+        &self,
+        partition: u32,
+        bound: SnapshotBound,
+    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.snapshot_before_blocking(partition, bound))
+            .await
+            .map_err(|e| JournalError::Storage(e.to_string()))?
+    }
+
     fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError> {
         self.inner.check(partition)?;
         Ok(self.inner.ends[partition as usize].subscribe())
@@ -594,5 +721,43 @@ impl KafkaJournal {
             self.inner.forget_producer(partition).await;
         }
         err
+    }
+}
+
+/// A record of the snapshot history: its offset, its mark (if the key is one), the snapshot.
+type HistoryRecord = (i64, Option<SnapshotMark>, Vec<u8>);
+
+/// The first record of history partition `partition` at or after `offset`: its offset, its mark
+/// (`None` if the key is not one) and its snapshot. `None` when there is no such record.
+fn history_record(
+    c: &BaseConsumer,
+    topic: &str,
+    partition: u32,
+    offset: i64,
+) -> Result<Option<HistoryRecord>, JournalError> {
+    let (_, high) = c
+        .fetch_watermarks(topic, partition as i32, CALL_TIMEOUT)
+        .map_err(kafka_err)?;
+    if offset >= high {
+        return Ok(None);
+    }
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, partition as i32, KafkaOffset::Offset(offset))
+        .map_err(kafka_err)?;
+    c.assign(&tpl).map_err(kafka_err)?;
+    let deadline = Instant::now() + CALL_TIMEOUT;
+    loop {
+        match c.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) if m.partition() == partition as i32 && m.offset() >= offset => {
+                let mark = m.key().and_then(|k| serde_json::from_slice(k).ok());
+                return Ok(Some((m.offset(), mark, m.payload().unwrap_or_default().to_vec())));
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(kafka_err(e)),
+            None if Instant::now() > deadline => {
+                return Err(JournalError::Storage("timed out reading the snapshot history".into()));
+            }
+            None => {}
+        }
     }
 }

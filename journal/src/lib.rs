@@ -17,8 +17,8 @@ pub mod conformance;
 mod kafka;
 mod sqlite;
 
-pub use kafka::{KafkaJournal, KafkaSettings};
-pub use sqlite::SqliteJournal;
+pub use kafka::{DEFAULT_SNAPSHOT_HISTORY_RETENTION, KafkaJournal, KafkaSettings};
+pub use sqlite::{DEFAULT_SNAPSHOT_HISTORY, SqliteJournal};
 
 /// A position within one partition.
 pub type Offset = u64;
@@ -73,6 +73,37 @@ pub struct StoredRecord {
     pub offset: Offset,
     pub key: Vec<u8>,
     pub value: Vec<u8>,
+}
+
+/// What a snapshot in a partition's history covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SnapshotMark {
+    /// The offset of the last record the snapshot includes.
+    pub last: Offset,
+    /// The time stamped on that record, in Unix milliseconds rounded *up*, so that a snapshot
+    /// found by `stamped <= T` never includes a record stamped after `T`. `None` when the writer
+    /// did not know it; such a snapshot is only found by offset.
+    pub stamped_ms: Option<i64>,
+}
+
+/// Which snapshots of a partition's history a lookup may return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotBound {
+    /// Snapshots whose last record is at or before this offset.
+    Offset(Offset),
+    /// Snapshots whose last record was stamped at or before this time (Unix milliseconds).
+    /// Writers stamp a partition's records in order, so the newest such snapshot is the longest.
+    StampedMs(i64),
+}
+
+impl SnapshotBound {
+    /// Whether a snapshot with `mark` is within this bound.
+    pub fn admits(&self, mark: &SnapshotMark) -> bool {
+        match *self {
+            SnapshotBound::Offset(o) => mark.last <= o,
+            SnapshotBound::StampedMs(t) => mark.stamped_ms.is_some_and(|s| s <= t),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +173,32 @@ pub trait Journal: Send + Sync + 'static {
     /// [`end_offset`](Self::end_offset) may grow by one after an append with nothing appended.
     fn writes_commit_markers(&self) -> bool {
         false
+    }
+
+    /// Stores a snapshot as the latest (what [`load_snapshot`](Journal::load_snapshot) returns)
+    /// and also keeps it in the partition's snapshot history under `mark`, so that
+    /// [`snapshot_before`](Journal::snapshot_before) can find it later. The history keeps a
+    /// bounded number of snapshots (each journal says how). A journal without a history only
+    /// stores the latest.
+    async fn save_snapshot_at(
+        &self,
+        partition: u32,
+        mark: SnapshotMark,
+        snapshot: Vec<u8>,
+    ) -> Result<(), JournalError> {
+        let _ = mark;
+        self.save_snapshot(partition, snapshot).await
+    }
+
+    /// The newest snapshot in `partition`'s history that is within `bound`, with its mark, or
+    /// `None` when the history has none (or the journal keeps no history).
+    async fn snapshot_before(
+        &self,
+        partition: u32,
+        bound: SnapshotBound,
+    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+        let _ = (partition, bound);
+        Ok(None)
     }
 
     /// A receiver of `partition`'s end offset, updated after durable appends.

@@ -4,15 +4,25 @@
 //! before `append` returns: an acknowledged batch survives a process or machine crash. Appends
 //! are serialised through one write connection (SQLite has one writer anyway); reads use their
 //! own connection, which WAL lets run beside the writer.
+//!
+//! Snapshots: the latest of each partition sits in `journal_snapshots` (one row per partition,
+//! so a writer's restore reads one row however long the history), and every snapshot saved with
+//! [`Journal::save_snapshot_at`] is also kept in `journal_snapshot_history`, keyed by
+//! `(partition, last)`, for time travel. The history keeps the newest
+//! [`DEFAULT_SNAPSHOT_HISTORY`] snapshots per partition (see [`SqliteJournal::keep_snapshots`]).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::watch;
 
-use crate::{Batch, Journal, JournalError, Offset, Record, StoredRecord};
+use crate::{Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord};
+
+/// How many snapshots per partition the history keeps unless told otherwise.
+pub const DEFAULT_SNAPSHOT_HISTORY: usize = 48;
 
 pub struct SqliteJournal {
     inner: Arc<Inner>,
@@ -24,6 +34,8 @@ struct Inner {
     writer: Mutex<Writer>,
     reader: Mutex<Connection>,
     ends: Vec<watch::Sender<Offset>>,
+    /// Snapshots kept per partition in the history; older ones are deleted on save.
+    keep_snapshots: AtomicUsize,
 }
 
 struct Writer {
@@ -50,6 +62,13 @@ impl SqliteJournal {
              PRAGMA busy_timeout = 5000;
              CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS journal_snapshots (partition INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS journal_snapshot_history (
+                 partition  INTEGER NOT NULL,
+                 last       INTEGER NOT NULL,
+                 stamped_ms INTEGER,
+                 bytes      BLOB NOT NULL,
+                 PRIMARY KEY (partition, last)
+             );
              CREATE TABLE IF NOT EXISTS journal (
                  partition INTEGER NOT NULL,
                  offset    INTEGER NOT NULL,
@@ -110,8 +129,16 @@ impl SqliteJournal {
                 writer: Mutex::new(Writer { conn, next }),
                 reader: Mutex::new(reader),
                 ends,
+                keep_snapshots: AtomicUsize::new(DEFAULT_SNAPSHOT_HISTORY),
             }),
         })
+    }
+
+    /// Keeps the newest `keep` snapshots per partition in the history from the next save on
+    /// (at least one). Time travel to an instant older than the oldest kept snapshot replays
+    /// from the start of the partition.
+    pub fn keep_snapshots(&self, keep: usize) {
+        self.inner.keep_snapshots.store(keep.max(1), Ordering::Relaxed);
     }
 
     pub fn path(&self) -> &str {
@@ -193,6 +220,74 @@ impl Inner {
         Ok(())
     }
 
+    fn save_snapshot_at(&self, partition: u32, mark: SnapshotMark, bytes: Vec<u8>) -> Result<(), JournalError> {
+        let keep = self.keep_snapshots.load(Ordering::Relaxed).max(1);
+        let mut w = self.writer.lock().map_err(storage)?;
+        let tx = w.conn.transaction().map_err(storage)?;
+        tx.execute(
+            "INSERT INTO journal_snapshots (partition, bytes) VALUES (?1, ?2)
+             ON CONFLICT (partition) DO UPDATE SET bytes = excluded.bytes",
+            params![partition, bytes],
+        )
+        .map_err(storage)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO journal_snapshot_history (partition, last, stamped_ms, bytes)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![partition, mark.last as i64, mark.stamped_ms, bytes],
+        )
+        .map_err(storage)?;
+        tx.execute(
+            "DELETE FROM journal_snapshot_history WHERE partition = ?1 AND last < (
+                 SELECT last FROM journal_snapshot_history WHERE partition = ?1
+                 ORDER BY last DESC LIMIT 1 OFFSET ?2)",
+            params![partition, (keep - 1).min(i64::MAX as usize) as i64],
+        )
+        .map_err(storage)?;
+        tx.commit().map_err(storage)
+    }
+
+    fn snapshot_before(
+        &self,
+        partition: u32,
+        bound: SnapshotBound,
+    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+        let conn = self.reader.lock().map_err(storage)?;
+        // The mark first, then only its snapshot: a query that returned the blob would carry
+        // every candidate's blob through its sort.
+        let (sql, limit) = match bound {
+            SnapshotBound::Offset(o) => (
+                "SELECT last, stamped_ms FROM journal_snapshot_history
+                 WHERE partition = ?1 AND last <= ?2 ORDER BY last DESC LIMIT 1",
+                o.min(i64::MAX as u64) as i64,
+            ),
+            SnapshotBound::StampedMs(t) => (
+                "SELECT last, stamped_ms FROM journal_snapshot_history
+                 WHERE partition = ?1 AND stamped_ms <= ?2 ORDER BY last DESC LIMIT 1",
+                t,
+            ),
+        };
+        let mark = {
+            let mut stmt = conn.prepare_cached(sql).map_err(storage)?;
+            let mut rows = stmt.query(params![partition, limit]).map_err(storage)?;
+            let Some(row) = rows.next().map_err(storage)? else {
+                return Ok(None);
+            };
+            SnapshotMark {
+                last: row.get::<_, i64>(0).map_err(storage)? as Offset,
+                stamped_ms: row.get(1).map_err(storage)?,
+            }
+        };
+        let mut stmt = conn
+            .prepare_cached("SELECT bytes FROM journal_snapshot_history WHERE partition = ?1 AND last = ?2")
+            .map_err(storage)?;
+        let mut rows = stmt.query(params![partition, mark.last as i64]).map_err(storage)?;
+        match rows.next().map_err(storage)? {
+            Some(row) => Ok(Some((mark, row.get(0).map_err(storage)?))),
+            // Deleted by a save in between: as if there were none.
+            None => Ok(None),
+        }
+    }
+
     fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
         let conn = self.reader.lock().map_err(storage)?;
         let mut stmt = conn
@@ -220,6 +315,31 @@ impl Journal for SqliteJournal {
         self.inner.check(partition)?;
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || inner.load_snapshot(partition))
+            .await
+            .map_err(storage)?
+    }
+
+    async fn save_snapshot_at(
+        &self,
+        partition: u32,
+        mark: SnapshotMark,
+        snapshot: Vec<u8>,
+    ) -> Result<(), JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.save_snapshot_at(partition, mark, snapshot))
+            .await
+            .map_err(storage)?
+    }
+
+    async fn snapshot_before(
+        &self,
+        partition: u32,
+        bound: SnapshotBound,
+    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+        self.inner.check(partition)?;
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.snapshot_before(partition, bound))
             .await
             .map_err(storage)?
     }

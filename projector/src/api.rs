@@ -1,10 +1,10 @@
-//! The ledger's read API: a customer's bookings, an event's sales, a seat's history.
+//! The ledger's read API: a customer's bookings and an event's sales.
 //!
 //! These are served from the ledger, so they lag the journal by the projector's last batch.
-//! Sales and seat histories belong to the event's organizer (`X-Api-Key`): a seat's history
-//! names the reservations that held it, which is support data, not something to publish. The
-//! seat-history path is under `/events/{event_id}/seats/{seat}/history`; a log-based history on
-//! the query side would live elsewhere.
+//! Sales belong to the event's organizer (`X-Api-Key`). A seat's history
+//! (`/events/{event_id}/seats/{seat}/history`) is served from the log by the query role
+//! (`frontrow_analytics::api`); the ledger keeps its `seat_history` table for its own reports
+//! and for checking the two agree ([`LedgerReads::seat_history`]).
 
 use std::sync::Arc;
 
@@ -13,23 +13,18 @@ use axum::routing::get;
 use axum::{Json, Router};
 use frontrow_http::auth::{Customer, Organizer};
 use frontrow_http::{ApiPath, Problem};
-use frontrow_schema::{EventId, OrganizerId, SeatId};
+use frontrow_schema::{EventId, OrganizerId};
 use utoipa::OpenApi;
 
-use crate::ledger::{
-    BookingStatus, CustomerBooking, CustomerBookings, EventSales, Ledger, LedgerReads, SalesLine, SeatHistory,
-    SeatHistoryEntry,
-};
+use crate::ledger::{BookingStatus, CustomerBooking, CustomerBookings, EventSales, Ledger, LedgerReads, SalesLine};
 use crate::rows::{Ty, Val};
 
 /// The ledger API's OpenAPI description.
 #[derive(OpenApi)]
 #[openapi(
-    paths(my_bookings, event_sales, seat_history),
-    components(schemas(
-        CustomerBookings, CustomerBooking, BookingStatus, EventSales, SalesLine, SeatHistory, SeatHistoryEntry, Problem
-    )),
-    tags((name = "ledger", description = "Bookings, sales and seat histories from the ledger"))
+    paths(my_bookings, event_sales),
+    components(schemas(CustomerBookings, CustomerBooking, BookingStatus, EventSales, SalesLine, Problem)),
+    tags((name = "ledger", description = "Bookings and sales from the ledger"))
 )]
 pub struct LedgerApi;
 
@@ -38,7 +33,6 @@ pub fn router(ledger: Arc<dyn Ledger>) -> Router {
     Router::new()
         .route("/me/bookings", get(my_bookings))
         .route("/events/{event_id}/sales", get(event_sales))
-        .route("/events/{event_id}/seats/{seat}/history", get(seat_history))
         .with_state(ledger)
 }
 
@@ -111,37 +105,4 @@ async fn event_sales(
         .map_err(Problem::internal)?
         .map(Json)
         .ok_or_else(|| Problem::not_found(format!("the ledger has no event {event_id}")))
-}
-
-/// Everything that happened to one seat: every hold, expiry, release, booking and refund,
-/// with times and reservation ids.
-#[utoipa::path(
-    get,
-    path = "/events/{event_id}/seats/{seat}/history",
-    tag = "ledger",
-    params(
-        ("event_id" = EventId, Path, description = "The event"),
-        ("seat" = SeatId, Path, description = "SECTION-ROW-NUMBER"),
-    ),
-    security(("api_key" = [])),
-    responses(
-        (status = 200, description = "The seat's history", body = SeatHistory),
-        (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another organizer's event", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such event or seat", body = Problem, content_type = "application/problem+json"),
-    )
-)]
-#[tracing::instrument(level = "debug", skip_all, fields(%event_id, %seat))]
-async fn seat_history(
-    State(ledger): State<Arc<dyn Ledger>>,
-    ApiPath((event_id, seat)): ApiPath<(EventId, SeatId)>,
-    Organizer(organizer): Organizer,
-) -> Result<Json<SeatHistory>, Problem> {
-    owned(ledger.as_ref(), event_id, &organizer).await?;
-    ledger
-        .seat_history(event_id, &seat)
-        .await
-        .map_err(Problem::internal)?
-        .map(Json)
-        .ok_or_else(|| Problem::not_found(format!("event {event_id} has no seat {seat}")))
 }

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use frontrow_journal::Position;
 use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::snapshot::{EventSeats, ReservationStanding};
 use frontrow_schema::{Event, EventScheduled, QueueEvent, SeatId};
 
 use crate::queue::QueueLive;
@@ -66,6 +67,32 @@ impl LiveEvent {
             queue_version: None,
         };
         event.reset_seats();
+        event
+    }
+
+    /// The event as a partition snapshot left it: `seats` is the snapshot's entry for it, and
+    /// `at` the last record before the snapshot that changed it (which the snapshot does not
+    /// say). Seats the current map does not have are skipped. The waiting room is not in it.
+    pub fn from_snapshot(seats: &EventSeats, at: Position) -> Self {
+        let mut event = Self::scheduled(&seats.info, at);
+        for reservation in &seats.reservations {
+            let to = match reservation.status {
+                ReservationStanding::Held => SeatStatus::Held,
+                ReservationStanding::Booked => SeatStatus::Booked,
+                ReservationStanding::Released(_) => continue,
+            };
+            for &index in &reservation.seats {
+                let Some(slot) = event.seats.get_mut(index as usize) else {
+                    continue;
+                };
+                let from = std::mem::replace(slot, to);
+                if from != to {
+                    let section = event.layout.row_of(index).section as usize;
+                    event.sections[section].moved(from, to);
+                    event.total.moved(from, to);
+                }
+            }
+        }
         event
     }
 

@@ -7,19 +7,25 @@
 //! stamped at or before it; a partition's single writer stamps them in order, so the prefix is
 //! a state the live map really went through).
 //!
-//! The writers keep only the *latest* snapshot of a partition, in the write side's own format,
-//! so there is no snapshot "at or before" an arbitrary earlier instant to start from: the
-//! replay always starts at the beginning of the partition and reads only up to the partition's
-//! end as it was when the request arrived. It decodes only the records keyed by the event, and
-//! stops after [`TravelLimits::max_records`] records so one request cannot scan an unbounded
-//! log (the caller gets [`TravelError::TooDeep`]).
+//! The replay starts from the nearest snapshot at or before the instant that the journal's
+//! snapshot history still holds (the writers save one every `snapshot_every` records): the
+//! event's seats are seeded from it ([`frontrow_schema::snapshot`] reads the writer's format)
+//! and only the tail after it is replayed. A snapshot does not say which record last changed
+//! the event (the map's `position`), so that record is found by reading back from the
+//! snapshot, usually a short way. Without a usable snapshot the replay starts at the beginning
+//! of the partition. Either way it reads only up to the partition's end as it was when the
+//! request arrived, decodes only the records keyed by the event, and stops after
+//! [`TravelLimits::max_records`] records read (back and forth) so one request cannot scan an
+//! unbounded log (the caller gets [`TravelError::TooDeep`]).
 
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, Offset, Position};
+use frontrow_journal::{Journal, JournalError, Offset, Position, SnapshotBound};
 use frontrow_schema::partition::partition_of;
+use frontrow_schema::snapshot::read_event_seats;
 use frontrow_schema::{Event, EventId, decode};
+use tracing::warn;
 
 use crate::live::LiveEvent;
 use crate::views::AvailabilityMap;
@@ -108,12 +114,40 @@ pub async fn availability_at(
         .map(|e| e.availability()))
 }
 
-/// Replays the event's partition up to `at` into a [`LiveEvent`].
+/// Replays the event's partition up to `at` into a [`LiveEvent`], from the nearest snapshot
+/// at or before `at` when the journal has one.
 pub async fn replay_to(
     journal: &dyn Journal,
     event_id: EventId,
     at: At,
     limits: TravelLimits,
+) -> Result<Option<LiveEvent>, TravelError> {
+    replay(journal, event_id, at, limits, true).await
+}
+
+/// Replays the event's partition up to `at` from its very start, ignoring snapshots: the
+/// reference the snapshot path is checked against, and the baseline of the measurements.
+pub async fn replay_from_start(
+    journal: &dyn Journal,
+    event_id: EventId,
+    at: At,
+    limits: TravelLimits,
+) -> Result<Option<LiveEvent>, TravelError> {
+    replay(journal, event_id, at, limits, false).await
+}
+
+/// Where a replay starts.
+struct Start {
+    from: Offset,
+    live: Option<LiveEvent>,
+}
+
+async fn replay(
+    journal: &dyn Journal,
+    event_id: EventId,
+    at: At,
+    limits: TravelLimits,
+    use_snapshots: bool,
 ) -> Result<Option<LiveEvent>, TravelError> {
     let partition = partition_of(&event_id, journal.partitions());
     let end = journal.end_offset(partition).await?;
@@ -129,9 +163,13 @@ pub async fn replay_to(
         At::Time(_) => end,
     };
     let key = event_id.to_string().into_bytes();
-    let mut live: Option<LiveEvent> = None;
-    let mut from: Offset = 0;
     let mut read: u64 = 0;
+    let start = if use_snapshots {
+        from_snapshot(journal, partition, event_id, &key, at, stop, limits, &mut read).await?
+    } else {
+        None
+    };
+    let Start { mut from, mut live } = start.unwrap_or(Start { from: 0, live: None });
     while from < stop {
         let batch = journal.read(partition, from, limits.batch.max(1)).await?;
         if batch.records.is_empty() && batch.next <= from {
@@ -151,15 +189,9 @@ pub async fn replay_to(
                     limit: limits.max_records,
                 });
             }
-            if record.key != key {
-                continue;
-            }
-            let Ok(envelope) = decode(&record.value) else {
+            let Some(envelope) = decode_own(&record.value, &record.key, &key, event_id) else {
                 continue;
             };
-            if envelope.event_id != event_id {
-                continue;
-            }
             if let At::Time(t) = at
                 && envelope.time > t
             {
@@ -179,6 +211,127 @@ pub async fn replay_to(
         }
     }
     Ok(live)
+}
+
+/// The envelope of a record of `event_id`, or `None` for another event's (or an unreadable) one.
+fn decode_own(value: &[u8], record_key: &[u8], key: &[u8], event_id: EventId) -> Option<frontrow_schema::Envelope> {
+    if record_key != key {
+        return None;
+    }
+    decode(value).ok().filter(|envelope| envelope.event_id == event_id)
+}
+
+/// Where to start from the nearest snapshot in the history at or before `at`, or `None` when
+/// there is no usable one (the replay then starts at the beginning).
+#[expect(clippy::too_many_arguments, reason = "one replay's context, passed down once")]
+async fn from_snapshot(
+    journal: &dyn Journal,
+    partition: u32,
+    event_id: EventId,
+    key: &[u8],
+    at: At,
+    stop: Offset,
+    limits: TravelLimits,
+    read: &mut u64,
+) -> Result<Option<Start>, TravelError> {
+    let bound = match at {
+        At::Position(_) if stop == 0 => return Ok(None),
+        At::Position(_) => SnapshotBound::Offset(stop - 1),
+        // Floored, against marks rounded up: the snapshot holds nothing stamped after `t`.
+        At::Time(t) => SnapshotBound::StampedMs(t.timestamp_millis()),
+    };
+    let Some((mark, bytes)) = journal.snapshot_before(partition, bound).await? else {
+        return Ok(None);
+    };
+    // A snapshot past the log's end belongs to another log (a recreated topic).
+    if mark.last >= stop {
+        return Ok(None);
+    }
+    let seats = match read_event_seats(&bytes, event_id) {
+        Ok(seats) if seats.last == Some(mark.last) => seats,
+        Ok(seats) => {
+            warn!(partition, mark = mark.last, snapshot = ?seats.last, "snapshot does not match its mark; replaying from the start");
+            return Ok(None);
+        }
+        Err(e) => {
+            warn!(partition, error = %e, "snapshot unreadable; replaying from the start");
+            return Ok(None);
+        }
+    };
+    let from = mark.last + 1;
+    let Some(event) = seats.event else {
+        // Not scheduled by then: the tail may still schedule it.
+        return Ok(Some(Start { from, live: None }));
+    };
+    let Some(changed) = last_change(journal, partition, event_id, key, mark.last, at, limits, read).await? else {
+        warn!(partition, %event_id, "event in the snapshot but not in the log before it; replaying from the start");
+        return Ok(None);
+    };
+    let position = Position {
+        partition,
+        offset: changed,
+    };
+    Ok(Some(Start {
+        from,
+        live: Some(LiveEvent::from_snapshot(&event, position)),
+    }))
+}
+
+/// The offset of the last record at or before `last` that changed the event's seats (or
+/// scheduled it): what a replay would report as the map's position. Reads back window by
+/// window.
+#[expect(clippy::too_many_arguments, reason = "one replay's context, passed down once")]
+async fn last_change(
+    journal: &dyn Journal,
+    partition: u32,
+    event_id: EventId,
+    key: &[u8],
+    last: Offset,
+    at: At,
+    limits: TravelLimits,
+    read: &mut u64,
+) -> Result<Option<Offset>, TravelError> {
+    let window = limits.batch.max(1) as Offset;
+    let mut high = last + 1;
+    while high > 0 {
+        let low = high.saturating_sub(window);
+        let mut from = low;
+        let mut found = None;
+        while from < high {
+            let batch = journal.read(partition, from, (high - from) as usize).await?;
+            if batch.records.is_empty() && batch.next <= from {
+                break;
+            }
+            from = from.max(batch.next);
+            for record in batch.records.iter().take_while(|r| r.offset < high) {
+                *read += 1;
+                if *read > limits.max_records {
+                    return Err(TravelError::TooDeep {
+                        at,
+                        limit: limits.max_records,
+                    });
+                }
+                let Some(envelope) = decode_own(&record.value, &record.key, key, event_id) else {
+                    continue;
+                };
+                if matches!(
+                    envelope.event,
+                    Event::EventScheduled(_)
+                        | Event::SeatMapChanged(_)
+                        | Event::SeatsReserved(_)
+                        | Event::SeatsBooked(_)
+                        | Event::SeatsReleased(_)
+                ) {
+                    found = Some(record.offset);
+                }
+            }
+        }
+        if found.is_some() {
+            return Ok(found);
+        }
+        high = low;
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod ids;
 pub mod partition;
 pub mod queue;
 pub mod seatmap;
+pub mod snapshot;
 
 pub use envelope::{DecodeError, Envelope, decode, encode};
 pub use events::{

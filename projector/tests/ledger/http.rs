@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::{Extension, Router};
 use frontrow_http::auth::Auth;
-use frontrow_projector::{Ledger, LedgerApi, Projector, SqliteLedger};
+use frontrow_projector::{Ledger, LedgerApi, LedgerReads, Projector, SqliteLedger};
 use frontrow_schema::{CustomerId, OrganizerId};
 use secrecy::SecretString;
 use serde_json::Value;
@@ -32,7 +32,7 @@ async fn get(app: &Router, path: &str, header: Option<(&str, String)>) -> (Statu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bookings_sales_and_seat_history_over_http() {
+async fn bookings_and_sales_over_http() {
     let (_journal_dir, g) = generated(2, 2, 600, 9).await;
     let dir = tempfile::tempdir().unwrap();
     let ledger: Arc<dyn Ledger> = Arc::new(SqliteLedger::open(dir.path()).await.unwrap());
@@ -89,7 +89,8 @@ async fn bookings_sales_and_seat_history_over_http() {
     let (status, _, _) = get(&app, "/events/not-a-uuid/sales", key("acme-key")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
-    // The busiest seat's history.
+    // A seat's history is the query role's (from the log): the ledger's router does not serve it,
+    // so `frontrow serve` has the path once. The ledger still answers it for the agreement checks.
     let seat = acme
         .reservations
         .values()
@@ -97,27 +98,17 @@ async fn bookings_sales_and_seat_history_over_http() {
         .next()
         .map(|&i| acme.layout.seat_at(i))
         .unwrap();
-    let (status, _, history) = get(&app, &format!("/events/{event}/seats/{seat}/history"), key("acme-key")).await;
-    assert_eq!(status, StatusCode::OK, "{history}");
-    assert_eq!(history["seat"], seat.to_string());
-    assert!(!history["history"].as_array().unwrap().is_empty());
-    assert_eq!(history["history"][0]["kind"], "held");
-    let (status, _, _) = get(&app, &format!("/events/{event}/seats/Z-9-9/history"), key("acme-key")).await;
+    let (status, _, _) = get(&app, &format!("/events/{event}/seats/{seat}/history"), key("acme-key")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _, _) = get(&app, &format!("/events/{event}/seats/bad/history"), key("acme-key")).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _, _) = get(&app, &format!("/events/{event}/seats/{seat}/history"), key("other-key")).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    let history = ledger.seat_history(event, &seat).await.unwrap().unwrap();
+    assert_eq!(history.history[0].kind, "held");
 }
 
 #[test]
 fn openapi_documents_the_ledger_paths() {
     let doc = serde_json::to_value(LedgerApi::openapi()).unwrap();
-    for path in [
-        "/me/bookings",
-        "/events/{event_id}/sales",
-        "/events/{event_id}/seats/{seat}/history",
-    ] {
+    for path in ["/me/bookings", "/events/{event_id}/sales"] {
         assert!(doc["paths"].get(path).is_some(), "{path} missing");
     }
+    assert!(doc["paths"].get("/events/{event_id}/seats/{seat}/history").is_none());
 }

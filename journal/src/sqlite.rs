@@ -5,11 +5,16 @@
 //! are serialised through one write connection (SQLite has one writer anyway); reads use their
 //! own connection, which WAL lets run beside the writer.
 //!
-//! Snapshots: the latest of each partition sits in `journal_snapshots` (one row per partition,
-//! so a writer's restore reads one row however long the history), and every snapshot saved with
-//! [`Journal::save_snapshot_at`] is also kept in `journal_snapshot_history`, keyed by
-//! `(partition, last)`, for time travel. The history keeps the newest
-//! [`DEFAULT_SNAPSHOT_HISTORY`] snapshots per partition (see [`SqliteJournal::keep_snapshots`]).
+//! Snapshots live in a second SQLite file beside the journal (`<journal file>.snapshots`), with
+//! a write connection of their own: a snapshot is megabytes, and written into the journal's file
+//! it would hold the one append connection for the whole write and pass through the journal's
+//! WAL and its checkpoints, stalling every partition's appends. The latest of each partition
+//! sits in `journal_snapshots` (one row per partition, so a writer's restore reads one row
+//! however long the history), and every snapshot saved with [`Journal::save_snapshot_at`] is
+//! also kept in `journal_snapshot_history`, keyed by `(partition, last)`, for time travel. The
+//! history keeps the newest [`DEFAULT_SNAPSHOT_HISTORY`] snapshots per partition (see
+//! [`SqliteJournal::keep_snapshots`]). Losing the snapshot file costs a longer replay, nothing
+//! else.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +38,8 @@ struct Inner {
     partitions: u32,
     writer: Mutex<Writer>,
     reader: Mutex<Connection>,
+    /// The snapshot file's connection (writes and reads: snapshots are rare and large).
+    snapshots: Mutex<Connection>,
     ends: Vec<watch::Sender<Offset>>,
     /// Snapshots kept per partition in the history; older ones are deleted on save.
     keep_snapshots: AtomicUsize,
@@ -61,14 +68,6 @@ impl SqliteJournal {
              PRAGMA synchronous = FULL;
              PRAGMA busy_timeout = 5000;
              CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             CREATE TABLE IF NOT EXISTS journal_snapshots (partition INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
-             CREATE TABLE IF NOT EXISTS journal_snapshot_history (
-                 partition  INTEGER NOT NULL,
-                 last       INTEGER NOT NULL,
-                 stamped_ms INTEGER,
-                 bytes      BLOB NOT NULL,
-                 PRIMARY KEY (partition, last)
-             );
              CREATE TABLE IF NOT EXISTS journal (
                  partition INTEGER NOT NULL,
                  offset    INTEGER NOT NULL,
@@ -122,12 +121,31 @@ impl SqliteJournal {
                 .map_err(storage)?;
         reader.execute_batch("PRAGMA busy_timeout = 5000;").map_err(storage)?;
         let ends = next.iter().map(|&n| watch::Sender::new(n)).collect();
+        let snapshots = Connection::open(format!("{}.snapshots", path.display())).map_err(storage)?;
+        snapshots
+            .execute_batch(
+                // A snapshot is a cache of what the journal already holds durably: one lost
+                // in a crash only means a longer replay, so it needs no fsync per write.
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = NORMAL;
+                 PRAGMA busy_timeout = 5000;
+                 CREATE TABLE IF NOT EXISTS journal_snapshots (partition INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
+                 CREATE TABLE IF NOT EXISTS journal_snapshot_history (
+                     partition  INTEGER NOT NULL,
+                     last       INTEGER NOT NULL,
+                     stamped_ms INTEGER,
+                     bytes      BLOB NOT NULL,
+                     PRIMARY KEY (partition, last)
+                 );",
+            )
+            .map_err(storage)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path: path.display().to_string(),
                 partitions,
                 writer: Mutex::new(Writer { conn, next }),
                 reader: Mutex::new(reader),
+                snapshots: Mutex::new(snapshots),
                 ends,
                 keep_snapshots: AtomicUsize::new(DEFAULT_SNAPSHOT_HISTORY),
             }),
@@ -209,21 +227,20 @@ impl Inner {
 
 impl Inner {
     fn save_snapshot(&self, partition: u32, bytes: Vec<u8>) -> Result<(), JournalError> {
-        let w = self.writer.lock().map_err(storage)?;
-        w.conn
-            .execute(
-                "INSERT INTO journal_snapshots (partition, bytes) VALUES (?1, ?2)
+        let conn = self.snapshots.lock().map_err(storage)?;
+        conn.execute(
+            "INSERT INTO journal_snapshots (partition, bytes) VALUES (?1, ?2)
                  ON CONFLICT (partition) DO UPDATE SET bytes = excluded.bytes",
-                params![partition, bytes],
-            )
-            .map_err(storage)?;
+            params![partition, bytes],
+        )
+        .map_err(storage)?;
         Ok(())
     }
 
     fn save_snapshot_at(&self, partition: u32, mark: SnapshotMark, bytes: Vec<u8>) -> Result<(), JournalError> {
         let keep = self.keep_snapshots.load(Ordering::Relaxed).max(1);
-        let mut w = self.writer.lock().map_err(storage)?;
-        let tx = w.conn.transaction().map_err(storage)?;
+        let mut conn = self.snapshots.lock().map_err(storage)?;
+        let tx = conn.transaction().map_err(storage)?;
         tx.execute(
             "INSERT INTO journal_snapshots (partition, bytes) VALUES (?1, ?2)
              ON CONFLICT (partition) DO UPDATE SET bytes = excluded.bytes",
@@ -251,7 +268,7 @@ impl Inner {
         partition: u32,
         bound: SnapshotBound,
     ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
-        let conn = self.reader.lock().map_err(storage)?;
+        let conn = self.snapshots.lock().map_err(storage)?;
         // The mark first, then only its snapshot: a query that returned the blob would carry
         // every candidate's blob through its sort.
         let (sql, limit) = match bound {
@@ -289,7 +306,7 @@ impl Inner {
     }
 
     fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
-        let conn = self.reader.lock().map_err(storage)?;
+        let conn = self.snapshots.lock().map_err(storage)?;
         let mut stmt = conn
             .prepare_cached("SELECT bytes FROM journal_snapshots WHERE partition = ?1")
             .map_err(storage)?;

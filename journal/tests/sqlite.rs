@@ -98,3 +98,54 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
     }
     assert_eq!(found(75).await, Some(70));
 }
+
+/// Snapshots go to a file of their own, so their megabytes never pass through the journal's
+/// write connection or its WAL; they survive a reopen like the journal does.
+#[tokio::test]
+async fn snapshots_live_beside_the_journal_not_in_it() {
+    use frontrow_journal::{Record, SnapshotBound, SnapshotMark};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let big = vec![7u8; 4 << 20];
+    {
+        let journal = SqliteJournal::open(&path, 1).unwrap();
+        let record = Record {
+            key: b"k".to_vec(),
+            value: b"v".to_vec(),
+        };
+        journal.append(0, vec![record]).await.unwrap();
+        let mark = SnapshotMark {
+            last: 0,
+            stamped_ms: Some(1),
+        };
+        journal.save_snapshot_at(0, mark, big.clone()).await.unwrap();
+    }
+    let journal_file = rusqlite::Connection::open(&path).unwrap();
+    let tables: Vec<String> = journal_file
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(tables, vec!["journal", "journal_meta"]);
+    let journal_bytes: i64 = journal_file
+        .query_row(
+            "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(journal_bytes < 1 << 20, "the journal file holds {journal_bytes} bytes");
+
+    let journal = SqliteJournal::open(&path, 1).unwrap();
+    assert_eq!(journal.load_snapshot(0).await.unwrap(), Some(big.clone()));
+    let (mark, bytes) = journal
+        .snapshot_before(0, SnapshotBound::Offset(0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((mark.last, bytes.len()), (0, big.len()));
+    assert_eq!(journal.end_offset(0).await.unwrap(), 1);
+}

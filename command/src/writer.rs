@@ -220,6 +220,7 @@ impl Writers {
             deadlines: BinaryHeap::new(),
             queue_timers: BinaryHeap::new(),
             last: None,
+            last_time: None,
             known_end: 0,
             marker_pending: false,
             rx,
@@ -379,8 +380,10 @@ struct Writer {
     /// When a waiting room needs moving on without a command: its onsale instant (the lottery)
     /// and each admission's expiry. Stale entries just advance a queue that has nothing to do.
     queue_timers: BinaryHeap<Reverse<(DateTime<Utc>, EventId)>>,
-    /// The offset of the newest record this writer has written or read.
+    /// The offset of the newest record this writer has written or read, and that record's
+    /// time when known (a snapshot's time stamp in the snapshot history).
     last: Option<Offset>,
+    last_time: Option<DateTime<Utc>>,
     /// The partition's end offset as this writer last left or found it (after its own append or
     /// its restore), and whether a transaction marker of its own may still land right after it
     /// (Kafka writes a commit's marker after the commit returns). The partition's end may only
@@ -439,6 +442,7 @@ impl Writer {
         self.deadlines.clear();
         self.queue_timers.clear();
         self.last = None;
+        self.last_time = None;
         self.since_snapshot = 0;
         let end = self.journal.end_offset(self.partition).await?;
         let mut from = 0;
@@ -490,8 +494,12 @@ impl Writer {
             self.since_snapshot += batch.records.len() as u64;
             for record in &batch.records {
                 self.last = Some(record.offset);
+                self.last_time = None;
                 match decode(&record.value) {
-                    Ok(env) => self.apply(&env),
+                    Ok(env) => {
+                        self.last_time = Some(env.time);
+                        self.apply(&env)
+                    }
                     // A record this version cannot read is skipped loudly rather than
                     // stopping the partition; it cannot be one this version wrote.
                     Err(e) => {
@@ -645,18 +653,10 @@ impl Writer {
         };
         self.since_snapshot = 0;
         let (journal, partition) = (self.journal.clone(), self.partition);
+        // The history is searched by time too: stamp the snapshot with its last record's time.
+        let stamped_ms = self.last_time.map(frontrow_schema::snapshot::ceil_millis);
         self.saving = Some(tokio::spawn(async move {
             let size = bytes.len();
-            // The history is searched by time too: stamp the snapshot with its last record's time.
-            let stamped_ms = match journal.read(partition, last, 1).await {
-                Ok(batch) => batch
-                    .records
-                    .first()
-                    .filter(|r| r.offset == last)
-                    .and_then(|r| decode(&r.value).ok())
-                    .map(|env| frontrow_schema::snapshot::ceil_millis(env.time)),
-                Err(_) => None,
-            };
             let mark = frontrow_journal::SnapshotMark { last, stamped_ms };
             match journal.save_snapshot_at(partition, mark, bytes).await {
                 Ok(()) => info!(partition, last, size, "snapshot stored"),
@@ -783,6 +783,8 @@ impl Writer {
                 Ok(offsets) => {
                     self.last = offsets.last().copied().or(self.last);
                     if let Some(&last) = offsets.last() {
+                        // Every envelope of the batch was stamped `now`.
+                        self.last_time = Some(now);
                         self.known_end = last + 1;
                         self.marker_pending = self.journal.writes_commit_markers();
                     }

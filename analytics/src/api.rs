@@ -18,14 +18,11 @@ use frontrow_http::{ApiPath, Problem};
 use frontrow_journal::Journal;
 use frontrow_projector::{SeatHistory, SeatHistoryEntry};
 use frontrow_schema::{EventId, SeatId};
-use tokio::sync::Semaphore;
 use utoipa::OpenApi;
 
 use crate::history::seat_history_with_organizer;
 
 /// Seat histories replayed at once by one node.
-static REPLAYS: Semaphore = Semaphore::const_new(2);
-
 /// The seat-history API's OpenAPI description.
 #[derive(OpenApi)]
 #[openapi(
@@ -67,9 +64,10 @@ async fn seat_history(
     ApiPath((event_id, seat)): ApiPath<(EventId, SeatId)>,
     Organizer(organizer): Organizer,
 ) -> Result<Json<SeatHistory>, Problem> {
-    let _permit = REPLAYS
-        .try_acquire()
-        .map_err(|_| Problem::overloaded("this node is already replaying the log for other seat histories"))?;
+    // Past maps and seat histories share the node's few places for request-time replays.
+    let _permit = frontrow_query::api::replay_permit().ok_or_else(|| {
+        Problem::overloaded("this node is already replaying the log for other requests; retry shortly")
+    })?;
     let Some((owner, history)) = seat_history_with_organizer(journal.as_ref(), event_id, &seat)
         .await
         .map_err(Problem::internal)?

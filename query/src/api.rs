@@ -38,11 +38,18 @@ pub const CACHE_CONTROL_VALUE: &str = "public, max-age=1, stale-while-revalidate
 pub const DEFAULT_WAIT_MS: u64 = 2_000;
 /// The longest `?after=` may wait.
 pub const MAX_WAIT_MS: u64 = 10_000;
-/// Time-travel replays one node runs at once: each may read millions of records, and the live
-/// reads must not wait behind them. More are refused with `503` and `Retry-After`.
+/// Replays of the log for a request (past maps, seat histories) one node runs at once: each may
+/// read millions of records, and the live reads must not wait behind them. More are refused
+/// with `503` and `Retry-After`.
 pub const MAX_TRAVELS: usize = 2;
 
 static TRAVELS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_TRAVELS);
+
+/// A place among the node's [`MAX_TRAVELS`] request-time log replays, held until dropped, or
+/// `None` when all are taken.
+pub fn replay_permit() -> Option<tokio::sync::SemaphorePermit<'static>> {
+    TRAVELS.try_acquire().ok()
+}
 
 /// The query side's OpenAPI description.
 #[derive(OpenApi)]
@@ -300,8 +307,8 @@ async fn availability(
             .ok_or_else(|| unknown_event(&event_id))?;
         return Ok(versioned_json(&headers, version, || body));
     };
-    let _permit = TRAVELS.try_acquire().map_err(|_| {
-        Problem::overloaded("this node is already replaying the log for other past maps; retry shortly")
+    let _permit = replay_permit().ok_or_else(|| {
+        Problem::overloaded("this node is already replaying the log for other requests; retry shortly")
     })?;
     let past = crate::travel::replay_to(catalog.journal().as_ref(), event_id, at, TravelLimits::default())
         .await

@@ -411,13 +411,16 @@ async fn search(
     let (body, cached) = match state.cache.get(&checked.key, generation) {
         Some(body) => (body, "hit"),
         None => {
+            let started = std::time::Instant::now();
             let results = state.index.search(&checked.query).await.map_err(search_problem)?;
+            metrics::histogram!("frontrow_search_backend_seconds").record(started.elapsed().as_secs_f64());
             let view = response(&checked.query, results);
             let body = Bytes::from(serde_json::to_vec(&view).map_err(Problem::internal)?);
             state.cache.put(checked.key, generation, body.clone());
             (body, "miss")
         }
     };
+    metrics::counter!("frontrow_search_requests_total", "cache" => cached).increment(1);
     let headers = [
         (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         (CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE)),

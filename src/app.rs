@@ -23,7 +23,7 @@ use frontrow_command::payments::Simulator;
 use frontrow_command::writer::{CommandError, Meta, Request, WriterConfig, Writers};
 use frontrow_http::Problem;
 use frontrow_http::auth::Auth;
-use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, SqliteJournal};
+use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, Metered, SqliteJournal};
 use frontrow_projector::{Ledger, ProjectorHandle};
 use frontrow_query::{Catalog, QueryApi};
 use frontrow_schema::OrganizerId;
@@ -33,6 +33,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tower_http::compression::Predicate as _;
 use tracing::{info, warn};
 use utoipa::OpenApi;
 
@@ -110,8 +111,14 @@ impl Secrets {
 }
 
 /// Opens the configured journal: `sqlite` (the embedded file in the data directory) or
-/// `kafka://HOST:PORT[,HOST:PORT...][/TOPIC]` (topic `frontrow.events` by default).
+/// `kafka://HOST:PORT[,HOST:PORT...][/TOPIC]` (topic `frontrow.events` by default), reporting
+/// its appends to the metrics.
 pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
+    let journal = open_journal_backend(settings).await?;
+    Ok(Arc::new(Metered::new(journal)))
+}
+
+async fn open_journal_backend(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
     if settings.journal == "sqlite" {
         let path = settings.data_dir.join("journal.db");
         let journal = SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?;
@@ -205,6 +212,8 @@ impl App {
         role: Role,
         node_url: String,
     ) -> anyhow::Result<Self> {
+        // Installed before anything records, so nothing from the start is lost.
+        crate::metrics::handle();
         let secrets = Secrets::resolve(&settings)?;
         let journal = open_journal(&settings).await?;
         let config = WriterConfig {
@@ -385,17 +394,28 @@ impl App {
                     .route("/health", get(health))
                     .route("/ready", get(ready))
                     .route("/openapi.json", get(openapi))
-                    .with_state(self.catalog.clone()),
+                    .with_state(Readiness {
+                        catalog: self.catalog.clone(),
+                        writers: self.writers.clone(),
+                    }),
             )
+            .route("/metrics", get(crate::metrics::scrape))
             .fallback(frontrow_http::fallback)
             .method_not_allowed_fallback(frontrow_http::method_not_allowed)
             .layer(Extension(self.auth.clone()))
             .layer(DefaultBodyLimit::max(self.settings.max_body_bytes))
-            // 5xx answers are logged where they arise (Problem); the trace layer stays quiet.
+            // JSON answers of 1 KiB and more compressed as the client accepts (a reserve's few
+            // hundred bytes are not worth the CPU); server-sent events and answers that already
+            // carry a `Content-Encoding` (the precompressed map) pass through.
             .layer(
-                tower_http::trace::TraceLayer::new_for_http()
-                    .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+                tower_http::compression::CompressionLayer::new().compress_when(
+                    tower_http::compression::DefaultPredicate::new()
+                        .and(tower_http::compression::predicate::SizeAbove::new(1024)),
+                ),
             )
+            // One span and log line per request, its id, and the HTTP metrics; 5xx answers are
+            // also logged with their cause where they arise (Problem).
+            .layer(axum::middleware::from_fn(frontrow_http::observe::observe))
     }
 
     /// The webhook secret in force (for tests and the CLI).
@@ -473,7 +493,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 }
 
 #[derive(OpenApi)]
-#[openapi(paths(health, ready, openapi))]
+#[openapi(paths(health, ready, openapi, crate::metrics::scrape))]
 struct OpsApi;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -487,19 +507,30 @@ async fn health() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// Ready: the writers are restored and the query node has caught up with the journal.
-#[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, body = Health), (status = 503, body = Problem)))]
-async fn ready(State(catalog): State<Option<Arc<Catalog>>>) -> Result<Json<Health>, Problem> {
-    if catalog.is_none_or(|c| c.is_caught_up()) {
-        Ok(Json(Health { status: "ready" }))
-    } else {
-        Err(Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "catching-up",
-            "the query node is still reading the journal",
-        )
-        .retry_after(1))
+/// What `/ready` looks at: the writers this node runs and its query side.
+#[derive(Clone)]
+struct Readiness {
+    catalog: Option<Arc<Catalog>>,
+    writers: Option<Writers>,
+}
+
+/// Ready: every partition assigned to this node is restored and served by its writer (a
+/// command node with none assigned yet is not ready), and the query side has caught up with
+/// the journal. A load balancer's health check should use this, not `/health`.
+#[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, body = Health), (status = 503, body = Problem, content_type = "application/problem+json", headers(("Retry-After" = u32)))))]
+async fn ready(State(node): State<Readiness>) -> Result<Json<Health>, Problem> {
+    let not_ready =
+        |kind: &'static str, detail: String| Problem::new(StatusCode::SERVICE_UNAVAILABLE, kind, detail).retry_after(1);
+    if let Some(writers) = &node.writers {
+        writers.readiness().map_err(|why| not_ready("not-serving", why))?;
     }
+    if node.catalog.is_some_and(|c| !c.is_caught_up()) {
+        return Err(not_ready(
+            "catching-up",
+            "the query node is still reading the journal".into(),
+        ));
+    }
+    Ok(Json(Health { status: "ready" }))
 }
 
 /// This API as OpenAPI 3.

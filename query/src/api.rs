@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use axum::http::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, IF_NONE_MATCH, VARY};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -174,7 +174,11 @@ fn none_match(headers: &HeaderMap, etag: &str) -> bool {
 
 /// A cacheable JSON answer of one event version, or `304` when the client has it.
 fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() -> Bytes) -> Response {
-    let tag = etag(version);
+    tagged_json(headers, etag(version), body)
+}
+
+/// [`versioned_json`] with the entity tag given.
+fn tagged_json(headers: &HeaderMap, tag: String, body: impl FnOnce() -> Bytes) -> Response {
     // Digits, a dash and quotes are always a valid header value.
     let tag_value = HeaderValue::from_str(&tag).expect("etag is a valid header value");
     let cache = HeaderValue::from_static(CACHE_CONTROL_VALUE);
@@ -187,6 +191,51 @@ fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() ->
         body(),
     )
         .into_response()
+}
+
+/// Whether the client's `Accept-Encoding` takes gzip (a `q=0` refuses it).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
+}
+
+/// The live availability map: the version's precompressed gzip body when the client takes it
+/// (compressed once per version, not per request), else the plain JSON.
+fn live_availability(catalog: &Catalog, event_id: &EventId, headers: &HeaderMap) -> Result<Response, Problem> {
+    let vary = (VARY, HeaderValue::from_static("accept-encoding"));
+    if accepts_gzip(headers) {
+        let (version, body) = catalog
+            .availability_gzip(event_id)
+            .ok_or_else(|| unknown_event(event_id))?;
+        // Another representation of the same version: its own strong tag.
+        let tag = format!("\"{}-{}-gzip\"", version.partition, version.offset);
+        let mut res = tagged_json(headers, tag, || body);
+        if res.status() == StatusCode::OK {
+            res.headers_mut()
+                .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        res.headers_mut().insert(vary.0, vary.1);
+        return Ok(res);
+    }
+    let (version, body) = catalog
+        .availability_body(event_id)
+        .ok_or_else(|| unknown_event(event_id))?;
+    let mut res = versioned_json(headers, version, || body);
+    res.headers_mut().insert(vary.0, vary.1);
+    Ok(res)
 }
 
 /// Every event, soonest first.
@@ -302,10 +351,7 @@ async fn availability(
     };
     read.wait(&catalog).await?;
     let Some(at) = at else {
-        let (version, body) = catalog
-            .availability_body(&event_id)
-            .ok_or_else(|| unknown_event(&event_id))?;
-        return Ok(versioned_json(&headers, version, || body));
+        return live_availability(&catalog, &event_id, &headers);
     };
     let _permit = replay_permit().ok_or_else(|| {
         Problem::overloaded("this node is already replaying the log for other requests; retry shortly")

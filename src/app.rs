@@ -65,15 +65,33 @@ fn generated_secrets(data_dir: &Path) -> anyhow::Result<GeneratedSecrets> {
         webhook_secret: random_secret("whsec_"),
         demo_organizer_key: random_secret("org_demo_"),
     };
-    let tmp = data_dir.join("secrets.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&secrets)?)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    }
-    std::fs::rename(&tmp, &path)?;
+    write_private(&path, &serde_json::to_vec_pretty(&secrets)?)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(secrets)
+}
+
+/// Writes `bytes` to `path` durably and readable by this user alone: a temporary file created
+/// with mode 0600 (never wider, not even for an instant), fsynced, renamed into place, and the
+/// directory fsynced so the rename survives a crash.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    // Left behind by a start that crashed before its rename.
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)?;
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// The secrets in force: configured ones, else the generated ones.
@@ -85,6 +103,7 @@ pub struct Secrets {
 
 impl Secrets {
     pub fn resolve(settings: &Settings) -> anyhow::Result<Self> {
+        crate::guard::check_secrets(settings)?;
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
         let generated = generated_secrets(&settings.data_dir)?;
@@ -205,6 +224,7 @@ impl App {
         role: Role,
         node_url: String,
     ) -> anyhow::Result<Self> {
+        crate::guard::check_exposure(&settings, role)?;
         let secrets = Secrets::resolve(&settings)?;
         let journal = open_journal(&settings).await?;
         let config = WriterConfig {
@@ -508,8 +528,12 @@ async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(openapi_document())
 }
 
-/// Shows the configured organizer key for the demo organizer (printed at startup).
+/// The demo organizer's key, printed at startup: only in demo mode, and only when no
+/// organizers are configured (the key is then generated).
 pub fn demo_organizer_key(settings: &Settings) -> anyhow::Result<Option<String>> {
+    if !settings.demo || !settings.organizers.is_empty() {
+        return Ok(None);
+    }
     let secrets = Secrets::resolve(settings)?;
     Ok(secrets
         .organizers

@@ -42,3 +42,105 @@ async fn a_forged_signature_flood_is_refused_without_hashing_while_health_answer
     }
     app.stop().await;
 }
+
+/// The real binary with only the given `FRONTROW_*` variables (the caller's are removed).
+fn frontrow(data_dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"));
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("FRONTROW_") {
+            command.env_remove(&key);
+        }
+    }
+    command
+        .env("FRONTROW_LOG", "warn")
+        .envs(env.iter().copied())
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Demo mode on an address other than loopback is refused before anything listens.
+#[test]
+fn serve_refuses_demo_mode_on_a_public_address() {
+    let dir = tempfile::tempdir().unwrap();
+    for listen in ["0.0.0.0:0", "[::]:0"] {
+        let out = frontrow(dir.path(), &[], &["serve", "--listen", listen])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "serve on {listen} with demo mode started");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("demo mode is on"), "{stderr}");
+        assert!(stderr.contains("FRONTROW_DEMO=false"), "{stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
+    }
+}
+
+/// Configured secrets shorter than 32 characters are refused at startup, naming the setting.
+#[test]
+fn serve_refuses_short_configured_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    for (key, value, named) in [
+        ("FRONTROW_TOKEN_SECRET", "hunter2", "token_secret"),
+        ("FRONTROW_WEBHOOK_SECRET", "whsec_short", "webhook_secret"),
+        ("FRONTROW_ORGANIZERS", "{acme=\"acme-key\"}", "organizer \"acme\""),
+    ] {
+        let out = frontrow(dir.path(), &[(key, value)], &["serve", "--listen", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{key}={value} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(named) && stderr.contains("at least 32"), "{stderr}");
+        assert!(!stderr.contains(value), "the secret was printed: {stderr}");
+    }
+}
+
+/// With demo mode off the organizer key is never printed (it is still generated into the
+/// secrets file, which is the owner's alone).
+#[test]
+fn serve_without_demo_mode_prints_no_organizer_key() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = frontrow(
+        dir.path(),
+        &[("FRONTROW_DEMO", "false"), ("FRONTROW_SAMPLE_EVENT", "false")],
+        &["serve", "--listen", "127.0.0.1:0"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut printed = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let done = line.contains("API description");
+        printed.push(line);
+        if done {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let printed = printed.join("\n");
+    assert!(printed.contains("FrontRow listening on"), "{printed}");
+    let secrets: Value = serde_json::from_slice(&std::fs::read(dir.path().join("secrets.json")).unwrap()).unwrap();
+    let key = secrets["demo_organizer_key"].as_str().unwrap();
+    assert!(!printed.contains(key), "{printed}");
+    assert!(!printed.contains("API key"), "{printed}");
+}
+
+/// The generated secrets file is the owner's alone.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_generated_secrets_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let app = TestApp::spawn_with(|s| {
+        s.token_secret = None;
+        s.webhook_secret = None;
+    })
+    .await;
+    let meta = std::fs::metadata(app.dir.path().join("secrets.json")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(!app.dir.path().join("secrets.tmp").exists());
+    app.stop().await;
+}

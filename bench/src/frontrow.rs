@@ -20,7 +20,7 @@ use secrecy::SecretString;
 use crate::serve::Served;
 
 /// The organizer key the harness configures.
-pub const ORGANIZER_KEY: &str = "bench-organizer-key";
+pub const ORGANIZER_KEY: &str = "bench-organizer-key-0123456789abcdef";
 
 pub struct FrontRow {
     pub served: Served,

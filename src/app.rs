@@ -23,8 +23,10 @@ use frontrow_command::payments::Simulator;
 use frontrow_command::writer::{CommandError, Meta, Request, WriterConfig, Writers};
 use frontrow_http::Problem;
 use frontrow_http::auth::Auth;
+use frontrow_http::limits::{ClientAddresses, RateLimits, client_address, rate_limit};
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, SqliteJournal};
 use frontrow_projector::{Ledger, ProjectorHandle};
+use frontrow_query::streams::StreamSlots;
 use frontrow_query::{Catalog, QueryApi};
 use frontrow_schema::OrganizerId;
 use frontrow_search::{OpenSearchIndex, SearchIndex, TantivyIndex};
@@ -386,10 +388,15 @@ impl App {
                 forwarder,
                 auth: self.auth.clone(),
             };
-            router = router.merge(frontrow_command::api::router(command));
+            // Writes and joins: per-address and per-customer rates, before any writer is asked.
+            let rates = Arc::new(RateLimits::new(&self.settings.limits));
+            router = router.merge(
+                frontrow_command::api::router(command).layer(axum::middleware::from_fn_with_state(rates, rate_limit)),
+            );
         }
         if let Some(catalog) = &self.catalog {
-            router = router.merge(frontrow_query::router(catalog.clone()));
+            let streams = StreamSlots::new(&self.settings.limits);
+            router = router.merge(frontrow_query::router_with_streams(catalog.clone(), streams));
             // A seat's history is read from the log, so the role with a journal reader serves it.
             router = router.merge(frontrow_analytics::api::router(catalog.journal().clone()));
         }
@@ -410,6 +417,10 @@ impl App {
             .fallback(frontrow_http::fallback)
             .method_not_allowed_fallback(frontrow_http::method_not_allowed)
             .layer(Extension(self.auth.clone()))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(ClientAddresses::new(&self.settings.limits.trusted_proxies)),
+                client_address,
+            ))
             .layer(DefaultBodyLimit::max(self.settings.max_body_bytes))
             // 5xx answers are logged where they arise (Problem); the trace layer stays quiet.
             .layer(
@@ -449,7 +460,9 @@ impl App {
                 catalog.close_streams();
             }
         };
-        let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+        // The peer's address is what the rate limits and stream caps key on.
+        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
         if let Some(membership) = membership {
             membership.leave().await;
         }

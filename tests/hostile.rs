@@ -144,3 +144,121 @@ async fn the_generated_secrets_file_is_private() {
     assert!(!app.dir.path().join("secrets.tmp").exists());
     app.stop().await;
 }
+
+/// Rate limits on, at small numbers a test can reach: `(per second, burst)` per customer and
+/// per address.
+fn limited(customer: (u32, u32), address: (u32, u32)) -> impl FnOnce(&mut frontrow::Settings) {
+    move |s| {
+        s.limits = frontrow_http::limits::Limits {
+            customer_per_second: customer.0,
+            customer_burst: customer.1,
+            address_per_second: address.0,
+            address_burst: address.1,
+            ..frontrow_http::limits::Limits::default()
+        }
+    }
+}
+
+async fn assert_limited(res: reqwest::Response, limit: &str) {
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let retry: u32 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry >= 1);
+    let problem: Value = res.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:frontrow:problem:rate-limited");
+    assert_eq!(problem["limit"], limit, "{problem}");
+}
+
+/// A bucket of `burst` refilled at 1 a second lets through at most this many requests sent
+/// within `elapsed` (the test does not assume how fast this machine is).
+fn at_most(burst: usize, elapsed: std::time::Duration) -> usize {
+    burst + elapsed.as_secs() as usize
+}
+
+/// One customer's writes beyond their burst get `429` with `Retry-After` and write nothing;
+/// another customer from the same address is not held back by them.
+#[tokio::test]
+async fn a_customer_over_their_rate_is_refused_and_nothing_is_written() {
+    let app = TestApp::spawn_with(limited((1, 5), (1000, 1000))).await;
+    let event = app.create_event().await;
+    let started = std::time::Instant::now();
+    let answers = futures::future::join_all((1..=10).map(|i| {
+        let app = &app;
+        async move {
+            let body = serde_json::json!({ "seats": [format!("A-1-{i}")] });
+            app.reserve("greedy", event, &format!("greedy-{i}"), body).await
+        }
+    }))
+    .await;
+    let elapsed = started.elapsed();
+    let created = answers.iter().filter(|r| r.status() == 201).count();
+    assert!(created >= 5 && created <= at_most(5, elapsed), "{created} created");
+    for res in answers.into_iter().filter(|r| r.status() != 201) {
+        assert_limited(res, "customer").await;
+    }
+    // What was refused wrote nothing.
+    let state = &app.replay().await[&event];
+    assert_eq!(state.reservations.len(), created);
+    assert!(state.reservations.values().all(|r| r.customer.as_str() == "greedy"));
+    // Another customer behind the same address has a bucket of their own.
+    assert_eq!(app.reserve_seats("patient", event, &["B-1-1"]).await.status(), 201);
+    app.stop().await;
+}
+
+/// Requests without a customer (the webhook, demo tokens) are limited by client address, and
+/// reads are not limited at all.
+#[tokio::test]
+async fn an_address_over_its_rate_is_refused_on_unauthenticated_writes() {
+    let app = TestApp::spawn_with(limited((1000, 1000), (1, 10))).await;
+    let unsigned = || {
+        app.client
+            .post(app.url("/webhooks/payments"))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+    };
+    let started = std::time::Instant::now();
+    let answers = futures::future::join_all((0..15).map(|_| unsigned())).await;
+    let elapsed = started.elapsed();
+    let answers: Vec<_> = answers.into_iter().map(Result::unwrap).collect();
+    // Those let through reach the handler, which refuses them for the missing signature.
+    let passed = answers.iter().filter(|r| r.status() == 400).count();
+    assert!(passed >= 10 && passed <= at_most(10, elapsed), "{passed} passed");
+    for res in answers.into_iter().filter(|r| r.status() != 400) {
+        assert_limited(res, "address").await;
+    }
+    for _ in 0..30 {
+        assert_eq!(app.client.get(app.url("/events")).send().await.unwrap().status(), 200);
+    }
+    app.stop().await;
+}
+
+/// Seat streams are capped per client address with `429` + `Retry-After`; an idle stream is
+/// closed by the server and its place comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seat_streams_are_capped_per_address_and_idle_ones_end() {
+    let app = TestApp::spawn_with(|s| {
+        s.limits.sse_per_address = 2;
+        s.limits.sse_idle_secs = 1;
+    })
+    .await;
+    let event = app.create_event().await;
+    let open = || app.client.get(app.url(&format!("/events/{event}/seats/stream"))).send();
+    let first = open().await.unwrap();
+    let second = open().await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(second.status(), 200);
+    let refused = open().await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["type"], "urn:frontrow:problem:rate-limited");
+    assert_eq!(problem["limit"], "address");
+    // Nothing happens on the event: each stream sends its snapshot, then the server ends it.
+    for stream in [first, second] {
+        let body = stream.text().await.unwrap();
+        assert!(body.contains("event: snapshot"), "{body}");
+    }
+    assert_eq!(open().await.unwrap().status(), 200);
+    app.stop().await;
+}

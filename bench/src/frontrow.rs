@@ -39,6 +39,8 @@ impl FrontRow {
             data_dir: dir.path().to_path_buf(),
             organizers,
             sample_event: false,
+            // The harness measures throughput from one loopback address.
+            limits: frontrow_http::limits::Limits::off(),
             ..Settings::default()
         };
         let (handles_tx, handles_rx) = tokio::sync::oneshot::channel();

@@ -26,6 +26,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
 use crate::catalog::Catalog;
+use crate::streams::StreamSlots;
 use crate::travel::{At, TravelError, TravelLimits};
 use crate::views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SectionAvailability,
@@ -69,8 +70,13 @@ pub fn replay_permit() -> Option<tokio::sync::SemaphorePermit<'static>> {
 )]
 pub struct QueryApi;
 
-/// The read API over `catalog`.
+/// The read API over `catalog`, with the default stream caps.
 pub fn router(catalog: Arc<Catalog>) -> Router {
+    router_with_streams(catalog, StreamSlots::new(&frontrow_http::limits::Limits::default()))
+}
+
+/// The read API over `catalog`, its server-sent event streams counted in `streams`.
+pub fn router_with_streams(catalog: Arc<Catalog>, streams: Arc<StreamSlots>) -> Router {
     Router::new()
         .route("/events", get(list_events))
         .route("/events/{event_id}", get(event_details))
@@ -79,6 +85,7 @@ pub fn router(catalog: Arc<Catalog>) -> Router {
         .route("/events/{event_id}/queue/me", get(crate::sse::my_queue_status))
         .route("/events/{event_id}/queue/me/stream", get(crate::sse::my_queue_stream))
         .with_state(catalog)
+        .layer(axum::Extension(streams))
 }
 
 /// Read-your-writes: answer only once a position the client wrote is visible here.

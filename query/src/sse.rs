@@ -32,6 +32,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use frontrow_http::auth::{Auth, Customer, StreamCustomer};
+use frontrow_http::limits::ClientAddr;
 use frontrow_http::{ApiPath, Problem};
 use frontrow_journal::Position;
 use frontrow_schema::partition::partition_of;
@@ -43,9 +44,12 @@ use utoipa::ToSchema;
 
 use crate::catalog::{Catalog, DELTA_BACKLOG, SeatChange, SeatDelta};
 use crate::queue::LiveStatus;
+use crate::streams::{StreamOwner, StreamSlot, StreamSlots};
 
 /// How often an idle stream sends a keep-alive comment.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Longest `PARTITION:OFFSET` (`u32:u64`).
+const MAX_POSITION_CHARS: usize = 31;
 /// Most journal records a resuming seat stream reads back before it sends a snapshot instead.
 pub const MAX_REPLAY: usize = 100_000;
 
@@ -153,6 +157,9 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
         return Ok(None);
     };
     let bad = |detail: String| Problem::bad_request("bad-last-event-id", detail);
+    if value.len() > MAX_POSITION_CHARS {
+        return Err(bad("Last-Event-ID must be PARTITION:OFFSET".into()));
+    }
     let position: Position = value
         .to_str()
         .map_err(|_| bad("Last-Event-ID must be PARTITION:OFFSET".into()))?
@@ -187,6 +194,7 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
 pub(crate) async fn my_queue_stream(
     State(catalog): State<Arc<Catalog>>,
     Extension(auth): Extension<Arc<Auth>>,
+    Extension(slots): Extension<Arc<StreamSlots>>,
     StreamCustomer(customer): StreamCustomer,
     ApiPath(event_id): ApiPath<EventId>,
     headers: HeaderMap,
@@ -195,6 +203,7 @@ pub(crate) async fn my_queue_stream(
     if queue_status(&catalog, &auth, event_id, &customer).is_none() {
         return Err(not_in_queue(&catalog, &event_id));
     }
+    let slot = slots.acquire(Some(StreamOwner::Customer(customer.clone())))?;
     let partition = partition_of(&event_id, catalog.partitions());
     let applied = catalog
         .watch_applied(partition)
@@ -248,12 +257,18 @@ pub(crate) async fn my_queue_stream(
             return Some((Ok::<_, Infallible>(event), st));
         }
     });
-    Ok(sse(&st_catalog, stream))
+    Ok(sse(&st_catalog, &slots, slot, stream))
 }
 
-/// The stream as an SSE response that ends when the node shuts down.
-fn sse(catalog: &Catalog, stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
-    let stream = stream.take_until(catalog.closed());
+/// The stream as an SSE response that holds `slot` while open, and ends when the node shuts
+/// down or the stream has been idle too long.
+fn sse(
+    catalog: &Catalog,
+    slots: &StreamSlots,
+    slot: StreamSlot,
+    stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+) -> Response {
+    let stream = slots.idle_ends(stream.take_until(catalog.closed()), slot);
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"))
         .into_response()
@@ -299,10 +314,14 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
 )]
 pub(crate) async fn seat_stream(
     State(catalog): State<Arc<Catalog>>,
+    Extension(slots): Extension<Arc<StreamSlots>>,
+    client: Option<Extension<ClientAddr>>,
     ApiPath(event_id): ApiPath<EventId>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let resume = last_event_id(&headers, &catalog, &event_id)?;
+    // Before any journal read: a refused stream costs nothing.
+    let slot = slots.acquire(client.map(|Extension(c)| StreamOwner::Address(c.key())))?;
     let partition = partition_of(&event_id, catalog.partitions());
     // Subscribe before reading anything, so no batch falls between what is read and what is pushed.
     let rx = catalog
@@ -376,5 +395,5 @@ pub(crate) async fn seat_stream(
             }
         }
     });
-    Ok(sse(&catalog, stream))
+    Ok(sse(&catalog, &slots, slot, stream))
 }

@@ -205,11 +205,9 @@ mod tests {
     #[test]
     fn limits_come_from_a_table_or_nested_variables() {
         figment::Jail::expect_with(|jail| {
-            jail.create_file(
-                "limits.toml",
-                "[limits]\ncustomer_per_second = 2\ntrusted_proxies = [\"10.0.0.1\"]\n",
-            )?;
+            jail.create_file("limits.toml", "[limits]\ncustomer_per_second = 2\n")?;
             jail.set_env("FRONTROW_LIMITS__SSE_PER_NODE", "7");
+            jail.set_env("FRONTROW_LIMITS__TRUSTED_PROXIES", "[\"10.0.0.1\"]");
             let s = Settings::load(Some(Path::new("limits.toml"))).map_err(|e| e.to_string())?;
             assert_eq!(s.limits.customer_per_second, 2);
             assert_eq!(

@@ -500,7 +500,14 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     doc.merge(frontrow_analytics::api::SeatHistoryApi::openapi());
     doc.merge(OpsApi::openapi());
     doc.info.title = "FrontRow".into();
-    doc.info.description = Some("Ticket booking for onsales everyone wants at once.".into());
+    doc.info.description = Some(
+        "Ticket booking for onsales everyone wants at once.\n\n\
+         Every refusal is an RFC 9457 problem (`application/problem+json`) whose `type` \
+         (`urn:frontrow:problem:...`) says what went wrong; a `429` or `503` carries `Retry-After`. \
+         A read with `?after=PARTITION:OFFSET` that names a position this node has not applied yet \
+         answers `503 position-not-visible` with `Retry-After` once `wait_ms` has passed."
+            .into(),
+    );
     doc.info.version = env!("CARGO_PKG_VERSION").into();
     doc
 }
@@ -515,13 +522,18 @@ struct Health {
 }
 
 /// Alive: the process answers.
-#[utoipa::path(get, path = "/health", tag = "operations", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/health", tag = "operations", responses((status = 200, description = "alive", body = Health)))]
 async fn health() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
+frontrow_http::problems! {
+    /// What `/ready` answers while the node is not ready.
+    NotReady = [&[Cause::new(503, "`catching-up`: the query node is still reading the journal; retry after `Retry-After` seconds")]];
+}
+
 /// Ready: the writers are restored and the query node has caught up with the journal.
-#[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, body = Health), (status = 503, body = Problem)))]
+#[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, description = "ready", body = Health), NotReady))]
 async fn ready(State(catalog): State<Option<Arc<Catalog>>>) -> Result<Json<Health>, Problem> {
     if catalog.is_none_or(|c| c.is_caught_up()) {
         Ok(Json(Health { status: "ready" }))
@@ -536,7 +548,8 @@ async fn ready(State(catalog): State<Option<Arc<Catalog>>>) -> Result<Json<Healt
 }
 
 /// This API as OpenAPI 3.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document")))]
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "the OpenAPI 3.1 document", body = Object)))]
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(openapi_document())
 }
@@ -552,4 +565,91 @@ pub fn demo_organizer_key(settings: &Settings) -> anyhow::Result<Option<String>>
         .organizers
         .get(sample::DEMO_ORGANIZER)
         .map(|k| k.expose_secret().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::openapi_document;
+
+    /// Every operation of the document, as (`METHOD path`, operation).
+    fn operations(doc: &Value) -> Vec<(String, &Value)> {
+        let paths = doc["paths"].as_object().expect("paths");
+        paths
+            .iter()
+            .flat_map(|(path, ops)| {
+                let ops = ops.as_object().expect("path item");
+                ops.iter()
+                    .map(move |(method, op)| (format!("{} {path}", method.to_uppercase()), op))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_refusal_is_documented_as_a_problem_with_retry_after_where_due() {
+        let doc = serde_json::to_value(openapi_document()).unwrap();
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+        let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
+        for (label, op) in operations(&doc) {
+            let responses = op["responses"].as_object().unwrap();
+            for (status, response) in responses {
+                let code: u16 = status.parse().unwrap();
+                if code >= 400 {
+                    let content = response["content"].as_object().unwrap();
+                    assert_eq!(
+                        content.keys().collect::<Vec<_>>(),
+                        ["application/problem+json"],
+                        "{label} {status}"
+                    );
+                    assert_eq!(
+                        content["application/problem+json"]["schema"]["$ref"],
+                        "#/components/schemas/Problem"
+                    );
+                    let retry = response["headers"].get("Retry-After").is_some();
+                    assert_eq!(retry, code == 429 || code == 503, "{label} {status}: Retry-After");
+                }
+            }
+            let has = |code: &str| responses.contains_key(code);
+            if op["requestBody"]["content"].get("application/json").is_some() {
+                for code in ["400", "413", "422"] {
+                    assert!(has(code), "{label} takes JSON but does not document {code}");
+                }
+            }
+            for requirement in op["security"].as_array().into_iter().flatten() {
+                for name in requirement.as_object().unwrap().keys() {
+                    assert!(schemes.contains_key(name), "{label}: unknown security scheme {name}");
+                }
+                assert!(has("401"), "{label} needs credentials but does not document 401");
+            }
+            let in_path = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["in"] == "path");
+            if in_path {
+                assert!(has("404"), "{label} has path ids but does not document 404");
+            }
+        }
+    }
+
+    #[test]
+    fn event_streams_document_their_events() {
+        let doc = serde_json::to_value(openapi_document()).unwrap();
+        for path in ["/events/{event_id}/seats/stream", "/events/{event_id}/queue/me/stream"] {
+            let ok = &doc["paths"][path]["get"]["responses"]["200"]["content"];
+            let schema = &ok["text/event-stream"]["schema"];
+            let events: Vec<&Value> = match schema["oneOf"].as_array() {
+                Some(all) => all.iter().collect(),
+                None => vec![schema],
+            };
+            for event in events {
+                assert_eq!(
+                    event["properties"]["data"]["contentMediaType"], "application/json",
+                    "{path}"
+                );
+                assert!(event["properties"]["event"]["enum"].is_array(), "{path}");
+            }
+        }
+    }
 }

@@ -11,6 +11,7 @@ pub mod admission;
 pub mod auth;
 mod extract;
 pub mod limits;
+pub mod openapi;
 mod problem;
 
 pub use extract::{ApiBytes, ApiJson, ApiPath, ApiQuery};

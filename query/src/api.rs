@@ -61,7 +61,7 @@ pub fn replay_permit() -> Option<tokio::sync::SemaphorePermit<'static>> {
     ),
     components(schemas(
         EventList, EventSummary, EventDetails, AvailabilityMap, SectionAvailability,
-        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus
+        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus, crate::sse::SeatData
     )),
     tags(
         (name = "events", description = "Events, seat maps and live availability"),
@@ -93,8 +93,8 @@ pub fn router_with_streams(catalog: Arc<Catalog>, streams: Arc<StreamSlots>) -> 
 #[into_params(parameter_in = Query)]
 pub struct ReadAfter {
     /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
-    /// has applied it.
-    #[param(example = "3:1207")]
+    /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
+    #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
     after: Option<String>,
     /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
     #[param(minimum = 0, maximum = 10000, default = 2000)]
@@ -146,8 +146,8 @@ impl ReadAfter {
 #[into_params(parameter_in = Query)]
 pub struct AvailabilityQuery {
     /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
-    /// has applied it.
-    #[param(example = "3:1207")]
+    /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
+    #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
     after: Option<String>,
     /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
     #[param(minimum = 0, maximum = 10000, default = 2000)]
@@ -196,6 +196,20 @@ fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() ->
         .into_response()
 }
 
+frontrow_http::problems! {
+    /// What listing events refuses with.
+    ListProblems = [READ_AFTER];
+    /// What reading one event refuses with.
+    DetailsProblems = [EVENT_PATH, READ_AFTER];
+    /// What an availability read refuses with.
+    AvailabilityProblems = [EVENT_PATH, READ_AFTER,
+        &[Cause::new(400, "`bad-instant`: `at` is neither an RFC 3339 time nor a position of the event's partition"),
+          Cause::new(404, "`not-found`: the event did not exist yet at `at`"),
+          Cause::new(422, "`history-too-deep`: `at` needs a longer replay of the log than one request may do"),
+          Cause::new(503, "`overloaded`: with `at`, this node already runs its two log replays for other \
+              requests; retry after `Retry-After` seconds")]];
+}
+
 /// Every event, soonest first.
 #[utoipa::path(
     get,
@@ -205,10 +219,7 @@ fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() ->
     responses(
         (status = 200, description = "Every event, soonest first", body = EventList,
             headers(("Cache-Control" = String))),
-        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        ListProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -241,13 +252,9 @@ async fn list_events(
     responses(
         (status = 200, description = "The event", body = EventDetails,
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 304, description = "The client's copy is current"),
-        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such event", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        (status = 304, description = "The client's copy is current",
+            headers(("ETag" = String), ("Cache-Control" = String))),
+        DetailsProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
@@ -282,14 +289,7 @@ async fn event_details(
                     ("Cache-Control" = String))),
         (status = 304, description = "The client's copy is current",
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 400, description = "Malformed `after`, `wait_ms` or `at`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such event (at `at`)", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "`at` needs a longer replay than one request may do", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time, or too many `at` replays at once", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        AvailabilityProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]

@@ -140,6 +140,9 @@ async fn run(
     if let Some(journal) = journal {
         settings.journal = journal;
     }
+    // Refuse a bad configuration before anything listens.
+    frontrow::guard::check_exposure(&settings, role)?;
+    frontrow::guard::check_secrets(&settings)?;
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("binding {}", settings.listen))?;

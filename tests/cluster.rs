@@ -33,6 +33,9 @@ fn node(role: &str, journal: &str, dir: &std::path::Path) -> Node {
         .args([role, "--listen", "127.0.0.1:0", "--journal", journal, "--data-dir"])
         .arg(dir)
         .env("FRONTROW_LOG", "warn")
+        // Load from one loopback address: no rate limits.
+        .env("FRONTROW_LIMITS__CUSTOMER_PER_SECOND", "0")
+        .env("FRONTROW_LIMITS__ADDRESS_PER_SECOND", "0")
         .env("FRONTROW_PARTITIONS", "4")
         .env("FRONTROW_TOKEN_SECRET", TOKEN_SECRET)
         .env("FRONTROW_WEBHOOK_SECRET", WEBHOOK_SECRET)

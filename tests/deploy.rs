@@ -40,7 +40,7 @@ fn variables(text: &str) -> Vec<(String, Option<String>)> {
     let code: String = text
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
-        .map(|l| format!("{l}\n"))
+        .map(|l| format!("{}\n", without_references(l)))
         .collect();
     let mut found = Vec::new();
     let mut rest = code.as_str();
@@ -50,18 +50,30 @@ fn variables(text: &str) -> Vec<(String, Option<String>)> {
             .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
             .unwrap_or(tail.len());
         let name = tail[..len].to_owned();
-        // `${FRONTROW_X...}` reads a variable of the deployer's; it sets nothing itself.
-        let reference = rest[..at].ends_with("${");
         let after = tail[len..].trim_start_matches([':', '=', ' ']);
         let value = after
             .split(['\n', ' '])
             .next()
             .map(|v| v.trim_matches('"').to_owned())
-            .filter(|v| !reference && !v.is_empty() && !v.starts_with('$') && !v.starts_with('#'));
+            .filter(|v| !v.is_empty() && !v.starts_with('$') && !v.starts_with('#'));
         found.push((name, value));
         rest = &tail[len..];
     }
     found
+}
+
+/// `line` with every `${...}` (a variable of the deployer's, with its default or message) cut
+/// to `$`: it sets nothing itself.
+fn without_references(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        out.push('$');
+        rest = rest[at..].find('}').map_or("", |end| &rest[at + end + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The variables the binary reads: one per setting, and the two read before the settings.
@@ -113,9 +125,9 @@ fn the_scan_finds_what_a_unit_sets() {
         vec![
             ("FRONTROW_DATA_DIR".into(), Some("/var/lib/x".into())),
             ("FRONTROW_PARTITIONS".into(), Some("8".into())),
-            ("FRONTROW_X".into(), None),
         ]
     );
+    assert_eq!(without_references("A: ${FRONTROW_X:?set FRONTROW_X (32+)} b"), "A: $ b");
     assert!(!known().contains("FRONTROW_X"));
 }
 

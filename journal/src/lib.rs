@@ -45,6 +45,11 @@ impl std::str::FromStr for Position {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || format!("{s:?} is not a log position (PARTITION:OFFSET, e.g. 3:1207)");
         let (p, o) = s.split_once(':').ok_or_else(bad)?;
+        // Digits only: `u32::from_str` would also take a sign (`+3:+7`).
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        if !digits(p) || !digits(o) {
+            return Err(bad());
+        }
         Ok(Self {
             partition: p.parse().map_err(|_| bad())?,
             offset: o.parse().map_err(|_| bad())?,
@@ -291,6 +296,35 @@ impl Follower {
             if self.end.changed().await.is_err() {
                 return None;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Position;
+
+    #[test]
+    fn a_position_is_two_runs_of_digits() {
+        assert_eq!(
+            "3:1207".parse::<Position>(),
+            Ok(Position {
+                partition: 3,
+                offset: 1207
+            })
+        );
+        for bad in [
+            "+3:1207",
+            "3:+1207",
+            "3:",
+            ":7",
+            "3:1207:1",
+            " 3:7",
+            "-1:0",
+            "4294967296:0",
+            "a:b",
+        ] {
+            assert!(bad.parse::<Position>().is_err(), "{bad:?} is not a position");
         }
     }
 }

@@ -26,6 +26,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
 use crate::catalog::Catalog;
+use crate::streams::StreamSlots;
 use crate::travel::{At, TravelError, TravelLimits};
 use crate::views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SectionAvailability,
@@ -60,7 +61,7 @@ pub fn replay_permit() -> Option<tokio::sync::SemaphorePermit<'static>> {
     ),
     components(schemas(
         EventList, EventSummary, EventDetails, AvailabilityMap, SectionAvailability,
-        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus
+        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus, crate::sse::SeatData
     )),
     tags(
         (name = "events", description = "Events, seat maps and live availability"),
@@ -69,8 +70,13 @@ pub fn replay_permit() -> Option<tokio::sync::SemaphorePermit<'static>> {
 )]
 pub struct QueryApi;
 
-/// The read API over `catalog`.
+/// The read API over `catalog`, with the default stream caps.
 pub fn router(catalog: Arc<Catalog>) -> Router {
+    router_with_streams(catalog, StreamSlots::new(&frontrow_http::limits::Limits::default()))
+}
+
+/// The read API over `catalog`, its server-sent event streams counted in `streams`.
+pub fn router_with_streams(catalog: Arc<Catalog>, streams: Arc<StreamSlots>) -> Router {
     Router::new()
         .route("/events", get(list_events))
         .route("/events/{event_id}", get(event_details))
@@ -79,6 +85,7 @@ pub fn router(catalog: Arc<Catalog>) -> Router {
         .route("/events/{event_id}/queue/me", get(crate::sse::my_queue_status))
         .route("/events/{event_id}/queue/me/stream", get(crate::sse::my_queue_stream))
         .with_state(catalog)
+        .layer(axum::Extension(streams))
 }
 
 /// Read-your-writes: answer only once a position the client wrote is visible here.
@@ -86,8 +93,8 @@ pub fn router(catalog: Arc<Catalog>) -> Router {
 #[into_params(parameter_in = Query)]
 pub struct ReadAfter {
     /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
-    /// has applied it.
-    #[param(example = "3:1207")]
+    /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
+    #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
     after: Option<String>,
     /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
     #[param(minimum = 0, maximum = 10000, default = 2000)]
@@ -139,8 +146,8 @@ impl ReadAfter {
 #[into_params(parameter_in = Query)]
 pub struct AvailabilityQuery {
     /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
-    /// has applied it.
-    #[param(example = "3:1207")]
+    /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
+    #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
     after: Option<String>,
     /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
     #[param(minimum = 0, maximum = 10000, default = 2000)]
@@ -238,6 +245,20 @@ fn live_availability(catalog: &Catalog, event_id: &EventId, headers: &HeaderMap)
     Ok(res)
 }
 
+frontrow_http::problems! {
+    /// What listing events refuses with.
+    ListProblems = [READ_AFTER];
+    /// What reading one event refuses with.
+    DetailsProblems = [EVENT_PATH, READ_AFTER];
+    /// What an availability read refuses with.
+    AvailabilityProblems = [EVENT_PATH, READ_AFTER,
+        &[Cause::new(400, "`bad-instant`: `at` is neither an RFC 3339 time nor a position of the event's partition"),
+          Cause::new(404, "`not-found`: the event did not exist yet at `at`"),
+          Cause::new(422, "`history-too-deep`: `at` needs a longer replay of the log than one request may do"),
+          Cause::new(503, "`overloaded`: with `at`, this node already runs its two log replays for other \
+              requests; retry after `Retry-After` seconds")]];
+}
+
 /// Every event, soonest first.
 #[utoipa::path(
     get,
@@ -247,10 +268,7 @@ fn live_availability(catalog: &Catalog, event_id: &EventId, headers: &HeaderMap)
     responses(
         (status = 200, description = "Every event, soonest first", body = EventList,
             headers(("Cache-Control" = String))),
-        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        ListProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -283,13 +301,9 @@ async fn list_events(
     responses(
         (status = 200, description = "The event", body = EventDetails,
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 304, description = "The client's copy is current"),
-        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such event", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        (status = 304, description = "The client's copy is current",
+            headers(("ETag" = String), ("Cache-Control" = String))),
+        DetailsProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
@@ -324,14 +338,7 @@ async fn event_details(
                     ("Cache-Control" = String))),
         (status = 304, description = "The client's copy is current",
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 400, description = "Malformed `after`, `wait_ms` or `at`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such event (at `at`)", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "`at` needs a longer replay than one request may do", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time, or too many `at` replays at once", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        AvailabilityProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]

@@ -9,17 +9,18 @@
 //!
 //! [`live`] is the pure per-event state, [`catalog`] the followers and the shared state,
 //! [`views`] the JSON shapes, [`api`] the HTTP handlers, [`travel`] the map at an earlier
-//! instant (`?at=`), replayed from the log.
+//! instant (`?at=`), replayed from the log, [`streams`] the caps on server-sent event streams.
 
 pub mod api;
 pub mod catalog;
 pub mod live;
 pub mod queue;
 pub mod sse;
+pub mod streams;
 pub mod travel;
 pub mod views;
 
-pub use api::{QueryApi, router};
+pub use api::{QueryApi, router, router_with_streams};
 pub use catalog::Catalog;
 pub use views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus,

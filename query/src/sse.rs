@@ -32,7 +32,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use frontrow_http::auth::{Auth, Customer, StreamCustomer};
-use frontrow_http::{ApiPath, Problem};
+use frontrow_http::{ApiPath, ApiQuery, Problem};
 use frontrow_journal::Position;
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{CustomerId, EventId, SeatId};
@@ -148,16 +148,29 @@ pub(crate) async fn my_queue_status(
     Ok(axum::Json(status).into_response())
 }
 
-fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> Result<Option<Position>, Problem> {
-    let Some(value) = headers.get("last-event-id") else {
-        return Ok(None);
-    };
+/// Where a stream resumes: `?last_event_id=` names the first connection's starting point (a
+/// browser's `EventSource` cannot send `Last-Event-ID` until it reconnects); the
+/// `Last-Event-ID` header, sent on every reconnect with the newest id seen, wins over it.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct Resume {
+    last_event_id: Option<String>,
+}
+
+fn last_event_id(
+    headers: &HeaderMap,
+    resume: &Resume,
+    catalog: &Catalog,
+    event_id: &EventId,
+) -> Result<Option<Position>, Problem> {
     let bad = |detail: String| Problem::bad_request("bad-last-event-id", detail);
-    let position: Position = value
-        .to_str()
-        .map_err(|_| bad("Last-Event-ID must be PARTITION:OFFSET".into()))?
-        .parse()
-        .map_err(|e: String| bad(e))?;
+    let value = match (headers.get("last-event-id"), &resume.last_event_id) {
+        (Some(header), _) => header
+            .to_str()
+            .map_err(|_| bad("Last-Event-ID must be PARTITION:OFFSET".into()))?,
+        (None, Some(query)) => query.as_str(),
+        (None, None) => return Ok(None),
+    };
+    let position: Position = value.parse().map_err(|e: String| bad(e))?;
     let partition = partition_of(event_id, catalog.partitions());
     if position.partition != partition {
         return Err(bad(format!(
@@ -173,6 +186,7 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
     params(
         ("event_id" = EventId, Path),
         ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it"),
+        ("last_event_id" = Option<String>, Query, description = "where the first connection resumes, for clients that cannot send `Last-Event-ID` on it; the header wins when both are sent"),
         ("access_token" = Option<String>, Query, description = "the customer token, for clients that cannot send `Authorization` (a browser's `EventSource`)"),
     ),
     responses(
@@ -189,9 +203,10 @@ pub(crate) async fn my_queue_stream(
     Extension(auth): Extension<Arc<Auth>>,
     StreamCustomer(customer): StreamCustomer,
     ApiPath(event_id): ApiPath<EventId>,
+    ApiQuery(resume): ApiQuery<Resume>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let last = last_event_id(&headers, &catalog, &event_id)?;
+    let last = last_event_id(&headers, &resume, &catalog, &event_id)?;
     if queue_status(&catalog, &auth, event_id, &customer).is_none() {
         return Err(not_in_queue(&catalog, &event_id));
     }
@@ -287,6 +302,7 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
     params(
         ("event_id" = EventId, Path),
         ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it"),
+        ("last_event_id" = Option<String>, Query, description = "where the first connection resumes, for clients that cannot send `Last-Event-ID` on it (a browser's `EventSource`, resuming from the availability map's `position`); the header wins when both are sent"),
     ),
     responses(
         (status = 200, description = "`text/event-stream`: `snapshot` (data: AvailabilityMap), `seat` \
@@ -300,9 +316,10 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
 pub(crate) async fn seat_stream(
     State(catalog): State<Arc<Catalog>>,
     ApiPath(event_id): ApiPath<EventId>,
+    ApiQuery(resume): ApiQuery<Resume>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let resume = last_event_id(&headers, &catalog, &event_id)?;
+    let resume = last_event_id(&headers, &resume, &catalog, &event_id)?;
     let partition = partition_of(&event_id, catalog.partitions());
     // Subscribe before reading anything, so no batch falls between what is read and what is pushed.
     let rx = catalog

@@ -16,9 +16,9 @@ const PITCH = 1; // one seat cell, in world units
 const SEAT = 0.8; // the seat inside its cell
 const INSET = (PITCH - SEAT) / 2;
 const GAP = 4; // between sections
-const LABEL = 2.4; // room above a section for its name
+const LABEL_PX = 18; // room above a section for its name, in CSS pixels at the overview's scale
 const STAGE = 5; // the stage band above everything
-const MIN_SEAT_PX = 3; // below this a seat is not drawn on its own
+const MIN_SEAT_PX = 2.4; // below this a seat is not drawn on its own
 
 export const AVAILABLE = 0;
 export const HELD = 1;
@@ -50,7 +50,7 @@ const COLOUR = {
 
 /** Everything about the map that does not change with availability. */
 class Layout {
-  constructor(availability, tierIndex) {
+  constructor(availability, tierIndex, view) {
     const sections = availability.sections;
     let total = 0;
     let rowCount = 0;
@@ -75,8 +75,14 @@ class Layout {
     this.sectionByCode = new Map();
 
     const widths = sections.map((s) => Math.max(1, ...s.rows.map((r) => r.seats.length)));
+    // Shelves as wide as the canvas is wide for its height, so the overview fills it; the name
+    // band above each section is LABEL_PX tall at the scale the overview will have.
+    const aspect = Math.min(3, Math.max(0.5, view.w / view.h));
+    const bare = sections.reduce((sum, s, i) => sum + (widths[i] + GAP) * (s.rows.length + GAP), 0);
+    const LABEL = Math.max(2.4, LABEL_PX / Math.sqrt((view.w * view.h) / (bare * 1.15)));
+    this.label = LABEL;
     const area = sections.reduce((sum, s, i) => sum + (widths[i] + GAP) * (s.rows.length + LABEL + GAP), 0);
-    const shelfWidth = Math.max(Math.max(...widths), Math.sqrt(area * 1.6));
+    const shelfWidth = Math.max(Math.max(...widths), Math.sqrt(area * aspect));
     let x = 0;
     let y = STAGE + GAP;
     let shelfHeight = 0;
@@ -152,7 +158,7 @@ class Layout {
     const gy = Math.floor(wy / this.cell);
     if (gx < 0 || gy < 0 || gx >= this.gridW || gy >= this.gridH) return null;
     for (const s of this.grid[gy * this.gridW + gx]) {
-      if (wx >= s.x && wx < s.x + s.w && wy >= s.y - LABEL && wy < s.y + s.h) return s;
+      if (wx >= s.x && wx < s.x + s.w && wy >= s.y - this.label && wy < s.y + s.h) return s;
     }
     return null;
   }
@@ -231,7 +237,8 @@ export class SeatMap {
 
   /** Builds the layout from an availability map and draws it. */
   load(availability) {
-    this.layout = new Layout(availability, this.tierIndex);
+    const rect = this.canvas.parentElement.getBoundingClientRect();
+    this.layout = new Layout(availability, this.tierIndex, { w: Math.max(100, rect.width), h: Math.max(100, rect.height) });
     this.picked.clear();
     this.dirtyCount = 0;
     this.dirtyRows.clear();
@@ -258,7 +265,7 @@ export class SeatMap {
     const L = this.layout;
     this.scope = section;
     const [x, y, w, h] = section
-      ? [section.x - 1, section.y - LABEL, section.w + 2, section.h + LABEL + 1]
+      ? [section.x - 1, section.y - L.label, section.w + 2, section.h + L.label + 1]
       : [-1, 0, L.width + 2, L.height + 1];
     this.scale = Math.min(this.cssW / w, this.cssH / h);
     if (section) this.scale = Math.min(this.scale, 40);
@@ -301,10 +308,10 @@ export class SeatMap {
     ctx.fillRect(0, 0, this.cssW, this.cssH);
     this.world();
     this.drawStage();
-    for (const s of L.sections) if (this.visible(s.x, s.y - LABEL, s.w, s.h + LABEL)) this.drawSectionBack(s);
+    for (const s of L.sections) if (this.visible(s.x, s.y - L.label, s.w, s.h + L.label)) this.drawSectionBack(s);
     if (this.seatMode()) this.drawSeats();
     else this.drawRows();
-    for (const s of L.sections) if (this.visible(s.x, s.y - LABEL, s.w, s.h + LABEL)) this.drawLabel(s);
+    for (const s of L.sections) if (this.visible(s.x, s.y - L.label, s.w, s.h + L.label)) this.drawLabel(s);
     this.drawCursor();
     this.dirtyCount = 0;
     this.dirtyRows.clear();
@@ -337,11 +344,15 @@ export class SeatMap {
 
   drawLabel(s) {
     const { ctx } = this;
+    const LABEL = this.layout.label;
     ctx.fillStyle = COLOUR.canvas;
     ctx.fillRect(s.x - 0.5, s.y - LABEL, s.w + 1, LABEL - 0.3);
-    const size = Math.min(LABEL * 0.7, Math.max(s.w / 8, 14 / this.scale));
+    const size = Math.min(LABEL * 0.7, 13 / this.scale);
     const left = s.available === 0 ? 'sold out' : `${s.available} left`;
-    const words = size * this.scale >= 9 ? `${s.name} · ${left}` : '';
+    ctx.font = `600 ${size}px system-ui, sans-serif`;
+    // The longest of these that fits the section's width.
+    const words = size * this.scale < 7 ? '' : [`${s.name} · ${left}`, `${s.code} · ${left}`, `${s.code} · ${s.available}`, s.code]
+      .find((w) => ctx.measureText(w).width <= s.w + 0.8) ?? '';
     ctx.save();
     ctx.beginPath();
     ctx.rect(s.x - 0.5, s.y - LABEL, s.w + 1, LABEL);
@@ -502,7 +513,7 @@ export class SeatMap {
       for (const row of this.dirtyRows) sections.add(L.rowSection[row]);
       for (const si of sections) {
         const s = L.sections[si];
-        if (this.visible(s.x, s.y - LABEL, s.w, LABEL)) this.drawLabel(s);
+        if (this.visible(s.x, s.y - L.label, s.w, L.label)) this.drawLabel(s);
       }
       for (let d = 0; d < this.dirtyCount; d++) this.paintSeat(this.dirty[d]);
     } else {
@@ -657,8 +668,15 @@ export class SeatMap {
     const c = this.canvas;
     c.addEventListener('click', (e) => this.click(e));
     c.addEventListener('keydown', (e) => this.key(e));
+    // A pointer press focuses the canvas too: the click then places the cursor, so focusing
+    // must not move the view.
+    c.addEventListener('pointerdown', () => { this.pointing = true; });
     c.addEventListener('focus', () => {
-      if (this.cursor >= 0) this.moveCursor(this.cursor);
+      if (this.pointing || this.cursor < 0) return;
+      const L = this.layout;
+      const seatInView = this.seatMode() && this.visible(L.seatX(this.cursor), L.seatY(this.cursor), PITCH, PITCH);
+      if (!seatInView && this.scope) this.cursor = L.rowStart[this.scope.firstRow];
+      this.moveCursor(this.cursor);
     });
     c.addEventListener('blur', () => this.draw());
     c.addEventListener('wheel', (e) => {
@@ -669,6 +687,7 @@ export class SeatMap {
   }
 
   click(e) {
+    this.pointing = false;
     if (!this.layout) return;
     const rect = this.canvas.getBoundingClientRect();
     const wx = (e.clientX - rect.left - this.tx) / this.scale;
@@ -764,7 +783,8 @@ export class SeatMap {
     if (i < 0) return null;
     const x = L.seatX(i) + PITCH / 2;
     const y = L.seatY(i) + PITCH / 2;
-    if (!this.seatMode() || !this.visible(x - 0.5, y - 0.5, 1, 1)) this.fit(L.sections[L.rowSection[L.seatRow[i]]]);
+    // Seats smaller than a fingertip's worth of pixels are zoomed into first.
+    if (this.scale * SEAT < 8 || !this.visible(x - 0.5, y - 0.5, 1, 1)) this.fit(L.sections[L.rowSection[L.seatRow[i]]]);
     const at = () => {
       const rect = this.canvas.getBoundingClientRect();
       return { x: rect.left + this.tx + x * this.scale, y: rect.top + this.ty + y * this.scale };

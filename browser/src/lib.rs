@@ -32,12 +32,15 @@ pub struct Driver {
     url: String,
 }
 
-/// The size of a session's window in CSS pixels, and its device pixel ratio.
+/// The size of a session's viewport in CSS pixels, its device pixel ratio, and whether it is a
+/// phone (Chromium's mobile emulation: that exact viewport, touch, a mobile user agent; a
+/// desktop window cannot be narrower than 500 px).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Viewport {
     pub width: u32,
     pub height: u32,
     pub scale: f64,
+    pub mobile: bool,
 }
 
 impl Viewport {
@@ -46,12 +49,14 @@ impl Viewport {
         width: 1280,
         height: 900,
         scale: 1.0,
+        mobile: false,
     };
     /// A phone held upright (CSS pixels of a 6.1" phone, at twice the density).
     pub const PHONE: Viewport = Viewport {
         width: 390,
         height: 844,
         scale: 2.0,
+        mobile: true,
     };
 }
 
@@ -99,7 +104,7 @@ impl Driver {
     pub async fn session(&self, viewport: Viewport) -> anyhow::Result<Browser> {
         let profile = tempfile::Builder::new().prefix("frontrow-chromium-").tempdir()?;
         let chromium = binary("FRONTROW_CHROMIUM", "/usr/bin/chromium");
-        let args = [
+        let mut args = vec![
             "--headless=new".to_owned(),
             "--no-sandbox".to_owned(),
             "--disable-gpu".to_owned(),
@@ -111,13 +116,23 @@ impl Driver {
             "--disable-background-timer-throttling".to_owned(),
             "--disable-renderer-backgrounding".to_owned(),
             format!("--user-data-dir={}", profile.path().display()),
-            format!("--window-size={},{}", viewport.width, viewport.height),
-            format!("--force-device-scale-factor={}", viewport.scale),
         ];
-        let caps = json!({
-            "browserName": "chrome",
-            "goog:chromeOptions": { "binary": chromium, "args": args },
-        });
+        let mut options = json!({ "binary": chromium });
+        if viewport.mobile {
+            args.push(format!(
+                "--window-size={},{}",
+                viewport.width.max(500),
+                viewport.height + 100
+            ));
+            options["mobileEmulation"] = json!({ "deviceMetrics": {
+                "width": viewport.width, "height": viewport.height, "pixelRatio": viewport.scale, "touch": true,
+            }});
+        } else {
+            args.push(format!("--window-size={},{}", viewport.width, viewport.height));
+            args.push(format!("--force-device-scale-factor={}", viewport.scale));
+        }
+        options["args"] = json!(args);
+        let caps = json!({ "browserName": "chrome", "goog:chromeOptions": options });
         let Value::Object(caps) = caps else {
             unreachable!("a JSON object")
         };

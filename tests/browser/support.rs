@@ -49,7 +49,8 @@ impl Scene {
     /// Opens the event page and waits for the map's first full draw.
     pub async fn open_event(&self, b: &Browser, event: EventId) -> anyhow::Result<()> {
         b.goto(&self.app.url(&format!("/e/{event}"))).await?;
-        map_ready(b).await
+        map_ready(b).await?;
+        watch_messages(b).await
     }
 
     /// Calls the API as the fan signed in to `b` (its token from `sessionStorage`).
@@ -145,32 +146,50 @@ pub async fn click_seat(b: &Browser, seat: &str) -> anyhow::Result<()> {
     .await
 }
 
-/// Waits for `#message` with `data-problem` = `problem`; returns its sentence after checking it
-/// is words, not JSON or a problem URN.
+/// Records every sentence `#message` shows (`window.frontrowMessages`, `[problem, text]`), so a
+/// message that a later step replaces is still seen. Installed by [`Scene::open_event`]; call it
+/// again after a navigation.
+pub async fn watch_messages(b: &Browser) -> anyhow::Result<()> {
+    b.js(
+        "if (window.frontrowMessages) return;
+         window.frontrowMessages = [];
+         const m = document.getElementById('message');
+         const note = () => {
+           if (!m.hidden && m.getClientRects().length && m.textContent.trim())
+             window.frontrowMessages.push([m.getAttribute('data-problem') || '', m.textContent.trim()]);
+         };
+         new MutationObserver(note).observe(m, {attributes: true, childList: true, characterData: true, subtree: true});
+         note();",
+        vec![],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Waits until `#message` has shown a sentence with `data-problem` = `problem`; returns it
+/// after checking it is words, not JSON or a problem URN.
 pub async fn wait_problem(b: &Browser, shot: &str, problem: &str) -> anyhow::Result<String> {
     let message = format!("#message shows a {problem:?} problem");
     let text = b
         .wait_until(shot, WAIT, &message, || async {
-            let shown = b
+            let seen = b
                 .js(
-                    "const m = document.getElementById('message'); return !!m && !m.hidden && m.offsetParent !== null;",
-                    vec![],
+                    "const m = document.getElementById('message');
+                     const now = m && !m.hidden && m.getClientRects().length
+                       ? [[m.getAttribute('data-problem') || '', m.textContent.trim()]] : [];
+                     return (window.frontrowMessages || []).concat(now)
+                       .filter(([p, t]) => p === arguments[0] && t).map(([p, t]) => t)[0] ?? null;",
+                    vec![json!(problem)],
                 )
                 .await?;
-            let kind = b.attr("#message", "data-problem").await?;
-            let text = b.text("#message").await?;
-            Ok(
-                (shown.as_bool() == Some(true) && kind.as_deref() == Some(problem) && !text.trim().is_empty())
-                    .then_some(text),
-            )
+            Ok(seen.as_str().map(str::to_owned))
         })
         .await?;
-    let trimmed = text.trim();
-    let words = !trimmed.starts_with('{') && !trimmed.contains("urn:") && !trimmed.contains("\"type\"");
-    let sentence = words && trimmed.split_whitespace().count() >= 3;
-    b.check(shot, sentence, format!("#message is not a sentence: {trimmed:?}"))
+    let words = !text.starts_with('{') && !text.contains("urn:") && !text.contains("\"type\"");
+    let sentence = words && text.split_whitespace().count() >= 3;
+    b.check(shot, sentence, format!("#message is not a sentence: {text:?}"))
         .await?;
-    Ok(trimmed.to_owned())
+    Ok(text)
 }
 
 /// Waits until the element matching `css` is displayed and returns its text.

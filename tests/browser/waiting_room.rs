@@ -51,6 +51,7 @@ async fn fans_wait_in_the_pre_queue_get_places_by_lottery_and_only_the_admitted_
     for (name, b) in &fans {
         b.goto(&app.url(&format!("/e/{event}"))).await?;
         b.wait_for("#queue-panel", WAIT).await?;
+        watch_messages(b).await?;
         b.click("#queue-join").await?;
         wait_queue_status(b, &format!("queue-joined-{name}"), &["waiting"]).await?;
         b.wait_for_text("#queue-status", "pre-queue", WAIT).await?;

@@ -63,7 +63,8 @@ pub const ASSETS: &[Asset] = &[
 pub const PAGES: &[(&str, &str)] = &[("/", "index.html"), ("/e/{event_id}", "event.html"), ("/me", "me.html")];
 
 /// The policy on every answer: this origin only, for scripts, styles, images and connections.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+pub const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// Strong entity tags, one per row of [`ASSETS`], computed once.
 static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {

@@ -21,7 +21,7 @@ async fn text(response: Response) -> String {
     String::from_utf8(to_bytes(response.into_body(), usize::MAX).await.unwrap().to_vec()).unwrap()
 }
 
-fn header_of<'a>(response: &'a Response, name: header::HeaderName) -> &'a str {
+fn header_of(response: &Response, name: header::HeaderName) -> &str {
     response.headers().get(name).map(|v| v.to_str().unwrap()).unwrap_or("")
 }
 
@@ -30,14 +30,24 @@ async fn pages_are_html_with_the_security_headers() {
     for path in ["/", "/e/0193a0c4-1111-7000-8000-000000000001", "/me"] {
         let response = get(path, None).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
-        assert_eq!(header_of(&response, header::CONTENT_TYPE), "text/html; charset=utf-8", "{path}");
-        assert_eq!(header_of(&response, header::CONTENT_SECURITY_POLICY), CONTENT_SECURITY_POLICY);
+        assert_eq!(
+            header_of(&response, header::CONTENT_TYPE),
+            "text/html; charset=utf-8",
+            "{path}"
+        );
+        assert_eq!(
+            header_of(&response, header::CONTENT_SECURITY_POLICY),
+            CONTENT_SECURITY_POLICY
+        );
         assert!(CONTENT_SECURITY_POLICY.starts_with("default-src 'self'"));
         assert_eq!(header_of(&response, header::X_CONTENT_TYPE_OPTIONS), "nosniff");
         let body = text(response).await;
         assert!(body.starts_with("<!doctype html>"), "{path}");
         // The policy forbids inline script; the pages must not need it.
-        assert!(!body.contains("<script>") && !body.contains(" onclick="), "{path} has inline script");
+        assert!(
+            !body.contains("<script>") && !body.contains(" onclick="),
+            "{path} has inline script"
+        );
         assert!(!body.contains(" style="), "{path} has an inline style attribute");
     }
 }
@@ -53,7 +63,10 @@ async fn assets_have_their_content_types() {
         let response = get(path, None).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         assert_eq!(header_of(&response, header::CONTENT_TYPE), content_type, "{path}");
-        assert_eq!(header_of(&response, header::CONTENT_SECURITY_POLICY), CONTENT_SECURITY_POLICY);
+        assert_eq!(
+            header_of(&response, header::CONTENT_SECURITY_POLICY),
+            CONTENT_SECURITY_POLICY
+        );
     }
 }
 
@@ -61,7 +74,10 @@ async fn assets_have_their_content_types() {
 async fn a_matching_etag_answers_304_and_another_does_not() {
     let first = get("/assets/app.css", None).await;
     let etag = header_of(&first, header::ETAG).to_owned();
-    assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() > 10, "{etag:?}");
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"') && etag.len() > 10,
+        "{etag:?}"
+    );
     assert_eq!(header_of(&first, header::CACHE_CONTROL), "no-cache");
 
     let again = get("/assets/app.css", Some(&etag)).await;
@@ -70,7 +86,10 @@ async fn a_matching_etag_answers_304_and_another_does_not() {
     assert!(text(again).await.is_empty());
 
     let weak_in_a_list = format!("\"nope\", W/{etag}");
-    assert_eq!(get("/assets/app.css", Some(&weak_in_a_list)).await.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(
+        get("/assets/app.css", Some(&weak_in_a_list)).await.status(),
+        StatusCode::NOT_MODIFIED
+    );
     assert_eq!(get("/", Some("*")).await.status(), StatusCode::NOT_MODIFIED);
 
     let stale = get("/assets/app.css", Some("\"0000\"")).await;
@@ -87,7 +106,11 @@ async fn an_unknown_asset_is_a_problem_not_a_page() {
     for path in ["/assets/nope.js", "/assets/../Cargo.toml", "/assets/index.html"] {
         let response = get(path, None).await;
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
-        assert_eq!(header_of(&response, header::CONTENT_TYPE), "application/problem+json", "{path}");
+        assert_eq!(
+            header_of(&response, header::CONTENT_TYPE),
+            "application/problem+json",
+            "{path}"
+        );
     }
 }
 

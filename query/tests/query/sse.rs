@@ -112,10 +112,21 @@ async fn a_seat_stream_resumes_from_the_query_string_and_the_header_wins() {
         resumed.contains("event: seat\n") && !resumed.contains("snapshot"),
         "resumes with the first change, no snapshot: {resumed}"
     );
-    assert!(resumed.contains("S1-R1-1") && resumed.contains(&format!("id: {first}")), "{resumed}");
+    assert!(
+        resumed.contains("S1-R1-1") && resumed.contains(&format!("id: {first}")),
+        "{resumed}"
+    );
 
-    let header_wins = first_frame(open(&format!("?last_event_id={map}"), Some(first.to_string())).await.unwrap()).await;
-    assert!(header_wins.contains("S1-R1-2") && !header_wins.contains("S1-R1-1"), "{header_wins}");
+    let header_wins = first_frame(
+        open(&format!("?last_event_id={map}"), Some(first.to_string()))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        header_wins.contains("S1-R1-2") && !header_wins.contains("S1-R1-1"),
+        "{header_wins}"
+    );
 
     let fresh = first_frame(open("", None).await.unwrap()).await;
     assert!(fresh.contains("event: snapshot\n"), "{fresh}");

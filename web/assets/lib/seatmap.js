@@ -79,12 +79,14 @@ class Layout {
     // band above each section is LABEL_PX tall at the scale the overview will have.
     const aspect = Math.min(3, Math.max(0.5, view.w / view.h));
     const bare = sections.reduce((sum, s, i) => sum + (widths[i] + GAP) * (s.rows.length + GAP), 0);
-    const LABEL = Math.max(2.4, LABEL_PX / Math.sqrt((view.w * view.h) / (bare * 1.15)));
+    const LABEL = Math.max(1.2, LABEL_PX / Math.sqrt((view.w * view.h) / (bare * 1.15)));
     this.label = LABEL;
+    // The stage band grows with the venue, up to STAGE.
+    this.stage = Math.min(STAGE, Math.max(1.5, Math.sqrt(bare) * 0.06));
     const area = sections.reduce((sum, s, i) => sum + (widths[i] + GAP) * (s.rows.length + LABEL + GAP), 0);
     const shelfWidth = Math.max(Math.max(...widths), Math.sqrt(area * aspect));
     let x = 0;
-    let y = STAGE + GAP;
+    let y = this.stage + GAP;
     let shelfHeight = 0;
     let seat = 0;
     let row = 0;
@@ -333,8 +335,9 @@ export class SeatMap {
     ctx.fillStyle = COLOUR.stage;
     const w = Math.min(L.width, Math.max(20, L.width * 0.4));
     const x = (L.width - w) / 2;
-    ctx.fillRect(x, 0, w, STAGE - 1);
-    this.text('STAGE', x + w / 2, (STAGE - 1) / 2, STAGE * 0.45, COLOUR.stageText, 'center');
+    const h = L.stage - 0.5;
+    ctx.fillRect(x, 0, w, h);
+    this.text('STAGE', x + w / 2, h / 2, Math.min(h * 0.6, 14 / this.scale), COLOUR.stageText, 'center');
   }
 
   drawSectionBack(s) {

@@ -350,17 +350,20 @@ export class SeatMap {
     const LABEL = this.layout.label;
     ctx.fillStyle = COLOUR.canvas;
     ctx.fillRect(s.x - 0.5, s.y - LABEL, s.w + 1, LABEL - 0.3);
-    const size = Math.min(LABEL * 0.7, 13 / this.scale);
+    // Text is measured and drawn in CSS pixels: fonts of a few world units measure unreliably.
+    const px = Math.min(13, LABEL * 0.7 * this.scale);
+    if (px < 7) return;
+    const room = (s.w + 0.8) * this.scale;
     const left = s.available === 0 ? 'sold out' : `${s.available} left`;
-    ctx.font = `600 ${size}px system-ui, sans-serif`;
-    // The longest of these that fits the section's width.
-    const words = size * this.scale < 7 ? '' : [`${s.name} · ${left}`, `${s.code} · ${left}`, `${s.code} · ${s.available}`, s.code]
-      .find((w) => ctx.measureText(w).width <= s.w + 0.8) ?? '';
     ctx.save();
-    ctx.beginPath();
-    ctx.rect(s.x - 0.5, s.y - LABEL, s.w + 1, LABEL);
-    ctx.clip();
-    this.text(words, s.x + s.w / 2, s.y - LABEL / 2 - 0.1, size, s.available === 0 ? COLOUR.labelMuted : COLOUR.label, 'center');
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    ctx.font = `600 ${px}px system-ui, sans-serif`;
+    // The longest of these that fits the section's width.
+    const words = [`${s.name} · ${left}`, `${s.code} · ${left}`, `${s.code} · ${s.available}`, s.code]
+      .find((w) => ctx.measureText(w).width <= room) ?? '';
+    const cx = this.tx + (s.x + s.w / 2) * this.scale;
+    const cy = this.ty + (s.y - LABEL / 2 - 0.1) * this.scale;
+    this.text(words, cx, cy, px, s.available === 0 ? COLOUR.labelMuted : COLOUR.label, 'center');
     ctx.restore();
   }
 

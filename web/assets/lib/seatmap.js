@@ -380,7 +380,7 @@ export class SeatMap {
   /** Seats in view, batched by look. */
   drawSeats() {
     const L = this.layout;
-    const paths = { tier: this.tiers.map(() => new Path2D()), picked: new Path2D(), core: new Path2D(), held: new Path2D(), slash: new Path2D(), booked: new Path2D() };
+    const paths = this.newPaths();
     const y0 = -this.ty / this.scale - 1;
     const y1 = (this.cssH - this.ty) / this.scale + 1;
     const x0 = -this.tx / this.scale - 1;
@@ -474,20 +474,34 @@ export class SeatMap {
     }
   }
 
-  /** Repaints one seat's cell (after a change), in seat mode. */
-  paintSeat(i) {
+  /** Repaints the cells of `count` seats from `seats` (after changes), in seat mode: their
+   * backgrounds, then one batch per look, then the cursor. */
+  paintSeats(seats, count) {
     const L = this.layout;
-    const row = L.seatRow[i];
-    const x = L.seatX(i);
-    const y = L.rowY[row];
-    if (!this.visible(x, y, PITCH, PITCH)) return;
-    const s = L.sections[L.rowSection[row]];
-    this.ctx.fillStyle = s.available === 0 ? COLOUR.sectionSoldOut : COLOUR.section;
-    this.ctx.fillRect(x, y, PITCH, PITCH);
-    const paths = { tier: this.tiers.map(() => new Path2D()), picked: new Path2D(), core: new Path2D(), held: new Path2D(), slash: new Path2D(), booked: new Path2D() };
-    this.addSeat(paths, i, x, y, row);
+    const paths = this.newPaths();
+    let cursor = false;
+    for (let d = 0; d < count; d++) {
+      const i = seats[d];
+      const row = L.seatRow[i];
+      const x = L.seatX(i);
+      const y = L.rowY[row];
+      if (!this.visible(x, y, PITCH, PITCH)) continue;
+      const s = L.sections[L.rowSection[row]];
+      this.ctx.fillStyle = s.available === 0 ? COLOUR.sectionSoldOut : COLOUR.section;
+      this.ctx.fillRect(x, y, PITCH, PITCH);
+      this.addSeat(paths, i, x, y, row);
+      cursor ||= i === this.cursor;
+    }
     this.fillPaths(paths);
-    if (i === this.cursor) this.drawCursor();
+    if (cursor) this.drawCursor();
+  }
+
+  paintSeat(i) {
+    this.paintSeats([i], 1);
+  }
+
+  newPaths() {
+    return { tier: this.tiers.map(() => new Path2D()), picked: new Path2D(), core: new Path2D(), held: new Path2D(), slash: new Path2D(), booked: new Path2D() };
   }
 
   /** Marks seat `i` for the next frame. */
@@ -521,7 +535,7 @@ export class SeatMap {
         const s = L.sections[si];
         if (this.visible(s.x, s.y - L.label, s.w, L.label)) this.drawLabel(s);
       }
-      for (let d = 0; d < this.dirtyCount; d++) this.paintSeat(this.dirty[d]);
+      this.paintSeats(this.dirty, this.dirtyCount);
     } else {
       this.world();
       const sections = new Set();

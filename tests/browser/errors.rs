@@ -1,6 +1,7 @@
 //! Errors the fan sees as sentences: a seat taken by someone else right before the fan's hold
 //! (the page says so and shows it held), and a hold that lapsed (the page says the seats were
-//! released). `#message[data-problem]` names the problem; its text is never JSON.
+//! released; the server's clock and the page's both move on). `#message[data-problem]` names
+//! the problem; its text is never JSON.
 
 use chrono::Duration;
 use frontrow_browser::Viewport;
@@ -58,7 +59,10 @@ async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Re
     b.wait_for("#hold-panel", WAIT).await?;
     b.screenshot("errors-2-held-phone").await?;
 
-    app.clock.advance(Duration::minutes(10) + Duration::seconds(1));
+    // Ten minutes pass, for the server and for the fan.
+    let lapse = Duration::minutes(10) + Duration::seconds(1);
+    app.clock.advance(lapse);
+    advance_page_clock(&b, lapse).await?;
     let sentence = wait_problem(&b, "errors-expired", "hold-expired").await?;
     b.check(
         "errors-53",

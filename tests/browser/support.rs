@@ -146,6 +146,23 @@ pub async fn click_seat(b: &Browser, seat: &str) -> anyhow::Result<()> {
     .await
 }
 
+/// Moves the page's `Date.now()` forward by `by` (and keeps it moved on this document): the
+/// server's manual clock jumps, and in real life the fan's clock would have moved as much.
+/// `performance.now()` is left alone.
+pub async fn advance_page_clock(b: &Browser, by: chrono::Duration) -> anyhow::Result<()> {
+    b.js(
+        "if (!window.frontrowRealNow) {
+           window.frontrowRealNow = Date.now.bind(Date);
+           window.frontrowClockShift = 0;
+           Date.now = () => window.frontrowRealNow() + window.frontrowClockShift;
+         }
+         window.frontrowClockShift += arguments[0];",
+        vec![json!(by.num_milliseconds())],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Records every sentence `#message` shows (`window.frontrowMessages`, `[problem, text]`), so a
 /// message that a later step replaces is still seen. Installed by [`Scene::open_event`]; call it
 /// again after a navigation.

@@ -60,6 +60,9 @@ async fn fans_wait_in_the_pre_queue_get_places_by_lottery_and_only_the_admitted_
 
     // The onsale: the writer draws the lottery and admits one fan.
     app.clock.advance(Duration::minutes(10));
+    for (_, b) in &fans {
+        advance_page_clock(b, Duration::minutes(10)).await?;
+    }
     let placed = frontrow_browser::wait_until(WAIT, "one of the two fans is admitted", || async {
         for (i, (_, b)) in fans.iter().enumerate() {
             if queue_status(b).await? == "admitted" {

@@ -408,6 +408,8 @@ impl App {
             router = router.merge(frontrow_query::router_with_streams(catalog.clone(), streams));
             // A seat's history is read from the log, so the role with a journal reader serves it.
             router = router.merge(frontrow_analytics::api::router(catalog.journal().clone()));
+            // The fan web app is served wherever its reads are.
+            router = router.merge(frontrow_web::router());
         }
         if let (Some(search), true) = (&self.search, self.role != Role::Projector) {
             router = router.merge(frontrow_search::router(search.clone()));

@@ -17,6 +17,7 @@ pub mod report;
 pub mod run;
 pub mod scenarios;
 pub mod serve;
+pub mod web;
 pub mod workload;
 
 pub use run::{Config, Results, run};

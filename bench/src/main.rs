@@ -35,7 +35,8 @@ struct Common {
     /// Seconds each closed-loop phase may last at most.
     #[arg(long)]
     phase_secs: Option<f64>,
-    /// Only these scenarios, e.g. `--scenarios 3` or `--scenarios 0,1` (0 is the ceiling).
+    /// Only these scenarios, e.g. `--scenarios 3` or `--scenarios 0,1` (0 is the ceiling, 6 the
+    /// web app in Chromium).
     #[arg(long, value_delimiter = ',')]
     scenarios: Vec<String>,
     /// Fans in the flash crowd (scenario 3; default: 200 smoke, 10,000 full).

@@ -234,6 +234,23 @@ fn markdown(config: &Config, results: &Results, ratios: &Value, goals: &[Goal]) 
             f["rss_source"].as_str().unwrap_or("")
         ));
     }
+    if let Some(w) = &results.web {
+        md.push_str(&format!(
+            "\nfan web app ({} seats): navigation to map-drawn p50 {} ms, max {} ms ({} loads); delta-to-pixel at {}/s: p50 {} ms, p99 {} ms, max {} ms ({} deltas, {} unmatched; clock offset {:.2} ms ± {:.2})\n",
+            w["event_seats"],
+            w["navigation"]["p50_ms"],
+            w["navigation"]["max_ms"],
+            w["navigation"]["count"],
+            w["delta_rate_per_s"],
+            w["delta_to_pixel"]["p50_ms"],
+            w["delta_to_pixel"]["p99_ms"],
+            w["delta_to_pixel"]["max_ms"],
+            w["delta_to_pixel"]["count"],
+            w["unmatched"],
+            w["clock_offset_ms"].as_f64().unwrap_or(0.0),
+            w["clock_uncertainty_ms"].as_f64().unwrap_or(0.0)
+        ));
+    }
     if !results.analytics_checks.is_empty() {
         md.push_str(
             "\n| analytics replay vs race | passed | reservations (log / 201s) | bookings (log / paid) | seats held (log / map) | seats booked (log / map) |\n|---|---|---:|---:|---:|---:|\n",

@@ -44,7 +44,12 @@ pub struct Config {
     pub pg_pool: u32,
     /// Scenario 3, the flash crowd.
     pub flash: FlashConfig,
-    /// Scenario numbers to run (`0` the ceiling, `1`-`5`); empty: all.
+    /// Scenario 6: page loads timed to `map-drawn`.
+    pub web_loads: usize,
+    /// Scenario 6: reservations (one seat each, so one stream delta each) per second while the
+    /// page is open, for `open_s` seconds.
+    pub web_delta_rate: f64,
+    /// Scenario numbers to run (`0` the ceiling, `1`-`6`); empty: all.
     pub scenarios: Vec<String>,
     #[serde(skip)]
     pub out_dir: PathBuf,
@@ -65,6 +70,8 @@ impl Config {
             redis_url: None,
             pg_pool: 16,
             flash: FlashConfig::smoke(),
+            web_loads: 3,
+            web_delta_rate: 1000.0,
             scenarios: Vec::new(),
             out_dir: PathBuf::from("target/bench"),
         }
@@ -84,6 +91,8 @@ impl Config {
             redis_url: None,
             pg_pool: 16,
             flash: FlashConfig::full(),
+            web_loads: 10,
+            web_delta_rate: 1000.0,
             scenarios: Vec::new(),
             out_dir: PathBuf::from("target/bench"),
         }
@@ -156,6 +165,8 @@ pub struct Results {
     pub flash_crowd: Option<Value>,
     /// Scenario 3's checks: tickets, and admissions in queue order.
     pub queue_checks: Vec<QueueCheck>,
+    /// Scenario 6's figures: navigation to a drawn map, delta-to-pixel latency.
+    pub web: Option<Value>,
 }
 
 impl Results {
@@ -208,6 +219,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     ("4-search", "GET /search at a fixed rate while reservations run"),
     ("5-replay", "projector rebuild rate and analytics replay rate"),
+    (
+        "6-web",
+        "the fan web app in headless Chromium: navigation to a drawn 20,008-seat map, delta-to-pixel latency at 1,000 deltas/s",
+    ),
 ];
 
 pub(crate) fn client(pool: usize) -> reqwest::Client {
@@ -233,6 +248,9 @@ pub async fn run(config: &Config) -> anyhow::Result<Results> {
     }
     if config.wants("3") {
         flash_crowd(config, &mut results).await?;
+    }
+    if config.wants("6") {
+        crate::web::web(config, &mut results).await?;
     }
 
     match &config.database_url {

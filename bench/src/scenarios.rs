@@ -46,7 +46,7 @@ pub(crate) async fn post_event(
 
 /// Creates an on-sale event on FrontRow with the arena's seat map; returns its id once the
 /// query side has it.
-async fn create_event(
+pub(crate) async fn create_event(
     http: &reqwest::Client,
     base: &str,
     title: &str,

@@ -60,6 +60,8 @@ pub struct Won {
     pub seats: Vec<String>,
     /// The log position FrontRow answered with.
     pub position: Option<String>,
+    /// The harness's wall clock when the answer was in (scenario 6 aligns browser marks to it).
+    pub acked_at: std::time::SystemTime,
 }
 
 /// What the requests of a race were answered.
@@ -142,6 +144,7 @@ impl Race {
                 customer,
                 seats: seats.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
                 position: answer["position"].as_str().map(str::to_owned),
+                acked_at: std::time::SystemTime::now(),
             };
             self.log.won.lock().expect("race log").push(won);
         }
@@ -394,6 +397,7 @@ mod tests {
             customer: 0,
             seats: seats.iter().map(|s| s.to_string()).collect(),
             position: None,
+            acked_at: std::time::SystemTime::now(),
         };
         log.won.lock().unwrap().push(won("r1", &["A-1-1", "A-1-2"]));
         log.paid.lock().unwrap().insert("r1".into());
@@ -428,6 +432,7 @@ mod tests {
                 customer: 0,
                 seats: seats.iter().map(|s| s.to_string()).collect(),
                 position: None,
+                acked_at: std::time::SystemTime::now(),
             });
         }
         log.paid.lock().unwrap().insert("r1".into());

@@ -99,6 +99,19 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
         md.contains("| frontrow analytics: reserve explicit + pay | yes |"),
         "{md}"
     );
+    // Scenario 6 runs where chromedriver is installed and says it is unavailable elsewhere.
+    match &results.web {
+        Some(web) => {
+            assert_eq!(web["navigation"]["count"], 3, "{web}");
+            assert!(web["acknowledged"].as_u64().unwrap() > 0, "{web}");
+            assert_eq!(web["unmatched"], 0, "every delta was matched to its paint: {web}");
+        }
+        None => assert!(
+            results.unavailable.iter().any(|u| u.scenario == "6-web"),
+            "{:?}",
+            results.unavailable
+        ),
+    }
     assert!(report["ratios"]["reserve_vs_hello"].as_f64().unwrap() > 0.0);
     assert_eq!(report["ratios"]["reserve_vs_naive_pg"], serde_json::Value::Null);
     assert!(

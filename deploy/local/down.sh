@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stop local services: down.sh [postgres|kafka|opensearch|redis ...] (all when none named).
+# Stop local services: down.sh [postgres|kafka|opensearch|redis|chromium ...] (all when none named).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -2,6 +2,7 @@
 # All state lives under $FRONTROW_SERVICES_DIR (default ~/.frontrow-services):
 #   cache/   Maven repository, resolved class paths, compiled launcher ($FRONTROW_SERVICES_CACHE moves it)
 #   kafka/ postgres/ opensearch/   per-service config, data, logs, pid files
+# chromium is a step, not a daemon: it installs the browser and its driver for the browser tests
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -9,7 +10,7 @@ FR_DIR=${FRONTROW_SERVICES_DIR:-$HOME/.frontrow-services}
 FR_CACHE=${FRONTROW_SERVICES_CACHE:-$FR_DIR/cache}
 FR_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FR_HOST=127.0.0.1
-FR_ALL_SERVICES=(postgres kafka opensearch redis)
+FR_ALL_SERVICES=(postgres kafka opensearch redis chromium)
 
 log() { printf '[local-services] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -159,7 +160,7 @@ check_services() {
   done
 }
 
-for _f in postgres kafka opensearch redis; do
+for _f in postgres kafka opensearch redis chromium; do
   # shellcheck source=/dev/null
   . "$FR_HERE/$_f.sh"
 done

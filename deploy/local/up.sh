@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start local services on loopback: up.sh [postgres|kafka|opensearch|redis ...] (all when none named).
+# Start local services on loopback: up.sh [postgres|kafka|opensearch|redis|chromium ...] (all when none named).
 # Idempotent: running services are left alone. Exits non-zero if a service cannot start.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

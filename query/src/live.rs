@@ -211,6 +211,7 @@ impl LiveEvent {
             max_seats_per_order: i.max_seats_per_order,
             seats: self.total,
             seat_map: self.layout.map().clone(),
+            waiting_room: self.queue.is_some(),
             position: self.position.to_string(),
         }
     }

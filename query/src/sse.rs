@@ -34,7 +34,7 @@ use chrono::{DateTime, Utc};
 use frontrow_http::auth::{Auth, Customer, StreamCustomer};
 use frontrow_http::limits::ClientAddr;
 use frontrow_http::openapi::{Cause, sse_events, sse_response};
-use frontrow_http::{ApiPath, Problem};
+use frontrow_http::{ApiPath, ApiQuery, Problem};
 use frontrow_journal::Position;
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{CustomerId, EventId, SeatId};
@@ -222,19 +222,32 @@ pub(crate) async fn my_queue_status(
     Ok(axum::Json(status).into_response())
 }
 
-fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> Result<Option<Position>, Problem> {
-    let Some(value) = headers.get("last-event-id") else {
-        return Ok(None);
-    };
+/// Where a stream resumes: `?last_event_id=` names the first connection's starting point (a
+/// browser's `EventSource` cannot send `Last-Event-ID` until it reconnects); the
+/// `Last-Event-ID` header, sent on every reconnect with the newest id seen, wins over it.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct Resume {
+    last_event_id: Option<String>,
+}
+
+fn last_event_id(
+    headers: &HeaderMap,
+    resume: &Resume,
+    catalog: &Catalog,
+    event_id: &EventId,
+) -> Result<Option<Position>, Problem> {
     let bad = |detail: String| Problem::bad_request("bad-last-event-id", detail);
+    let value = match (headers.get("last-event-id"), &resume.last_event_id) {
+        (Some(header), _) => header
+            .to_str()
+            .map_err(|_| bad("Last-Event-ID must be PARTITION:OFFSET".into()))?,
+        (None, Some(query)) => query.as_str(),
+        (None, None) => return Ok(None),
+    };
     if value.len() > MAX_POSITION_CHARS {
         return Err(bad("Last-Event-ID must be PARTITION:OFFSET".into()));
     }
-    let position: Position = value
-        .to_str()
-        .map_err(|_| bad("Last-Event-ID must be PARTITION:OFFSET".into()))?
-        .parse()
-        .map_err(|e: String| bad(e))?;
+    let position: Position = value.parse().map_err(|e: String| bad(e))?;
     let partition = partition_of(event_id, catalog.partitions());
     if position.partition != partition {
         return Err(bad(format!(
@@ -251,6 +264,7 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
         ("event_id" = EventId, Path),
         ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it",
             pattern = r"^[0-9]+:[0-9]+$"),
+        ("last_event_id" = Option<String>, Query, description = "where the first connection resumes, for clients that cannot send `Last-Event-ID` on it; the header wins when both are sent"),
         ("access_token" = Option<String>, Query, description = "the customer token, for clients that cannot send `Authorization` (a browser's `EventSource`)"),
     ),
     responses(QueueStream, QueueStreamProblems),
@@ -262,9 +276,10 @@ pub(crate) async fn my_queue_stream(
     Extension(slots): Extension<Arc<StreamSlots>>,
     StreamCustomer(customer): StreamCustomer,
     ApiPath(event_id): ApiPath<EventId>,
+    ApiQuery(resume): ApiQuery<Resume>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let last = last_event_id(&headers, &catalog, &event_id)?;
+    let last = last_event_id(&headers, &resume, &catalog, &event_id)?;
     if queue_status(&catalog, &auth, event_id, &customer).is_none() {
         return Err(not_in_queue(&catalog, &event_id));
     }
@@ -362,6 +377,7 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
         ("event_id" = EventId, Path),
         ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it",
             pattern = r"^[0-9]+:[0-9]+$"),
+        ("last_event_id" = Option<String>, Query, description = "where the first connection resumes, for clients that cannot send `Last-Event-ID` on it (a browser's `EventSource`, resuming from the availability map's `position`); the header wins when both are sent"),
     ),
     responses(SeatStream, SeatStreamProblems)
 )]
@@ -370,9 +386,10 @@ pub(crate) async fn seat_stream(
     Extension(slots): Extension<Arc<StreamSlots>>,
     client: Option<Extension<ClientAddr>>,
     ApiPath(event_id): ApiPath<EventId>,
+    ApiQuery(resume): ApiQuery<Resume>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let resume = last_event_id(&headers, &catalog, &event_id)?;
+    let resume = last_event_id(&headers, &resume, &catalog, &event_id)?;
     // Before any journal read: a refused stream costs nothing.
     let slot = slots.acquire(client.map(|Extension(c)| StreamOwner::Address(c.key())))?;
     let partition = partition_of(&event_id, catalog.partitions());

@@ -170,6 +170,9 @@ pub struct EventDetails {
     pub seats: SeatCounts,
     /// Sections, rows (seat count and price tier) and the price tiers.
     pub seat_map: SeatMap,
+    /// The event has a virtual waiting room: reserving needs an admission from
+    /// `POST /events/{id}/queue/join` (see the queue stream).
+    pub waiting_room: bool,
     /// The log position of the last change to this event.
     #[schema(example = "3:1207")]
     pub position: String,

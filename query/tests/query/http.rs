@@ -290,6 +290,22 @@ async fn events_are_listed_and_described() {
     );
     let again = get(&catalog, &format!("/events/{event}"), &[("if-none-match", &etag)]).await;
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+
+    // The page shows the waiting room from this flag, before anyone signs in.
+    assert_eq!(d["waiting_room"], false);
+    let opened = frontrow_schema::queue::QueueOpened {
+        max_size: None,
+        max_shoppers: 10,
+        admission_secs: 300,
+    };
+    let pos = log
+        .append(
+            event,
+            frontrow_schema::Event::Queue(frontrow_schema::queue::QueueEvent::Opened(opened)),
+        )
+        .await;
+    let queued = get(&catalog, &format!("/events/{event}?after={pos}"), &[]).await;
+    assert_eq!(queued.json()["waiting_room"], true);
 }
 
 #[test]

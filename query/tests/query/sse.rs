@@ -80,3 +80,59 @@ async fn a_seat_stream_too_far_behind_is_dropped_and_resumes_from_the_journal() 
         "nothing more than what happened"
     );
 }
+
+/// A browser's `EventSource` cannot send `Last-Event-ID` on its first connection, so the page
+/// names the map's position in `?last_event_id=`; on a reconnect the header it sends wins.
+#[tokio::test]
+async fn a_seat_stream_resumes_from_the_query_string_and_the_header_wins() {
+    let log = TestLog::new();
+    let event = EventId::new();
+    let map = log
+        .append(event, scheduled(event, "Night", at(1), stadium(1, 1, 10)))
+        .await;
+    let first = log.append(event, reserved(ReservationId::new(), &["S1-R1-1"])).await;
+    let second = log.append(event, reserved(ReservationId::new(), &["S1-R1-2"])).await;
+    let catalog = log.catalog().await;
+    assert!(catalog.wait_for(second, WAIT).await);
+    let open = |query: &str, header: Option<String>| {
+        let mut request = Request::get(format!("/events/{event}/seats/stream{query}"));
+        if let Some(id) = header {
+            request = request.header("last-event-id", id);
+        }
+        router(catalog.clone()).oneshot(request.body(Body::empty()).unwrap())
+    };
+    let first_frame = |response: axum::response::Response| async move {
+        let mut body = response.into_body().into_data_stream();
+        let chunk = tokio::time::timeout(WAIT, body.next()).await.unwrap().unwrap().unwrap();
+        String::from_utf8_lossy(&chunk).into_owned()
+    };
+
+    let resumed = first_frame(open(&format!("?last_event_id={map}"), None).await.unwrap()).await;
+    assert!(
+        resumed.contains("event: seat\n") && !resumed.contains("snapshot"),
+        "resumes with the first change, no snapshot: {resumed}"
+    );
+    assert!(
+        resumed.contains("S1-R1-1") && resumed.contains(&format!("id: {first}")),
+        "{resumed}"
+    );
+
+    let header_wins = first_frame(
+        open(&format!("?last_event_id={map}"), Some(first.to_string()))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        header_wins.contains("S1-R1-2") && !header_wins.contains("S1-R1-1"),
+        "{header_wins}"
+    );
+
+    let fresh = first_frame(open("", None).await.unwrap()).await;
+    assert!(fresh.contains("event: snapshot\n"), "{fresh}");
+
+    let bad = open("?last_event_id=yesterday", None).await.unwrap();
+    assert_eq!(bad.status(), 400);
+    let body = axum::body::to_bytes(bad.into_body(), usize::MAX).await.unwrap();
+    assert!(String::from_utf8_lossy(&body).contains("bad-last-event-id"));
+}

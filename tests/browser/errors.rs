@@ -1,0 +1,88 @@
+//! Errors the fan sees as sentences: a seat taken by someone else right before the fan's hold
+//! (the page says so and shows it held), and a hold that lapsed (the page says the seats were
+//! released; the server's clock and the page's both move on). `#message[data-problem]` names
+//! the problem; its text is never JSON.
+
+use chrono::Duration;
+use frontrow_browser::Viewport;
+
+use crate::support::*;
+
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn a_seat_taken_under_the_cursor_is_explained_and_shown_held() -> anyhow::Result<()> {
+    let scene = Scene::start().await?;
+    let app = &scene.app;
+    let event = app.create_event().await;
+    let b = scene.fan("alice", Viewport::DESKTOP).await?;
+    scene.open_event(&b, event).await?;
+    for seat in ["B-1-2", "B-1-3"] {
+        click_seat(&b, seat).await?;
+    }
+    // Another customer takes B-1-3 through the API right before Alice presses Hold.
+    let res = app.reserve_seats("rival", event, &["B-1-3"]).await;
+    anyhow::ensure!(res.status() == 201, "the rival's hold: {}", res.text().await?);
+    b.click("#hold-button").await?;
+
+    let sentence = wait_problem(&b, "errors-taken", "seats-unavailable").await?;
+    println!("seats taken: {sentence:?}");
+    wait_status(&b, "errors-taken-drawn", "B-1-3", "H", WAIT).await?;
+    b.check(
+        "errors-29",
+        !selected(&b, "B-1-3").await?,
+        "the taken seat is still picked",
+    )
+    .await?;
+    b.screenshot("errors-1-seat-taken").await?;
+    // Nothing of Alice's was held in the rival's seat.
+    b.check(
+        "errors-rival-kept",
+        api_letter(app, event, "B-1-3").await == 'H',
+        "the rival lost the seat",
+    )
+    .await?;
+    b.close().await?;
+    scene.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Result<()> {
+    let scene = Scene::start().await?;
+    let app = &scene.app;
+    let event = app.create_event().await;
+    let b = scene.fan("alice", Viewport::PHONE).await?;
+    scene.open_event(&b, event).await?;
+    click_seat(&b, "A-1-9").await?;
+    b.click("#hold-button").await?;
+    b.wait_for("#hold-panel", WAIT).await?;
+    b.screenshot("errors-2-held-phone").await?;
+
+    // Ten minutes pass, for the server and for the fan.
+    let lapse = Duration::minutes(10) + Duration::seconds(1);
+    app.clock.advance(lapse);
+    advance_page_clock(&b, lapse).await?;
+    let sentence = wait_problem(&b, "errors-expired", "hold-expired").await?;
+    b.check(
+        "errors-53",
+        sentence.to_lowercase().contains("released"),
+        format!("{sentence:?} does not say the seats were released"),
+    )
+    .await?;
+    println!("hold expired: {sentence:?}");
+    wait_status(&b, "errors-expired-drawn", "A-1-9", "A", WAIT).await?;
+    let panel_hidden = b
+        .js("return document.getElementById('hold-panel').hidden;", vec![])
+        .await?;
+    b.check(
+        "errors-57",
+        panel_hidden == true,
+        "the hold panel is still shown after the lapse",
+    )
+    .await?;
+    b.screenshot("errors-3-hold-expired-phone").await?;
+    b.close().await?;
+    scene.stop().await;
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! What the browser tests share: the server plus a chromedriver, signing a fan in, opening an
+//! event page and the `window.frontrowMap` hooks of web/CONTRACT.md.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use frontrow_browser::{Browser, Driver, Viewport};
+use frontrow_schema::EventId;
+use serde_json::{Value, json};
+
+use crate::common::TestApp;
+
+/// How long a page gets to show what a step expects (generous: two cores, many builds).
+pub const WAIT: Duration = Duration::from_secs(15);
+
+/// One test at a time: several Chromiums at once on two cores would make every wait a race
+/// against the machine rather than the page.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The server and a chromedriver for one test.
+pub struct Scene {
+    pub app: TestApp,
+    pub driver: Driver,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Scene {
+    pub async fn start() -> anyhow::Result<Self> {
+        let turn = ONE_AT_A_TIME.lock().await;
+        let app = TestApp::spawn().await;
+        let driver = Driver::start().await?;
+        Ok(Self {
+            app,
+            driver,
+            _turn: turn,
+        })
+    }
+
+    /// A new browser session signed in as `name` (demo mode) on the catalogue page.
+    pub async fn fan(&self, name: &str, viewport: Viewport) -> anyhow::Result<Browser> {
+        let b = self.driver.session(viewport).await?;
+        b.goto(&self.app.url("/")).await?;
+        b.type_into("#signin-name", name).await?;
+        b.click("#signin-button").await?;
+        b.wait_for_text("#whoami", name, WAIT).await?;
+        Ok(b)
+    }
+
+    /// Opens the event page and waits for the map's first full draw.
+    pub async fn open_event(&self, b: &Browser, event: EventId) -> anyhow::Result<()> {
+        b.goto(&self.app.url(&format!("/e/{event}"))).await?;
+        map_ready(b).await?;
+        watch_messages(b).await
+    }
+
+    /// Calls the API as the fan signed in to `b` (its token from `sessionStorage`).
+    pub async fn api_as(&self, b: &Browser, path: &str) -> anyhow::Result<Value> {
+        let token = b.js("return sessionStorage.getItem('frontrow.token');", vec![]).await?;
+        let token = token.as_str().context("no frontrow.token in sessionStorage")?;
+        let res = self
+            .app
+            .client
+            .get(self.app.url(path))
+            .bearer_auth(token)
+            .send()
+            .await?;
+        anyhow::ensure!(res.status() == 200, "GET {path}: {}", res.status());
+        Ok(res.json().await?)
+    }
+
+    /// Stops the server (the driver and its browsers die when `self.driver` drops).
+    pub async fn stop(self) {
+        self.app.stop().await;
+    }
+}
+
+/// Waits for `frontrowMap.ready` (the first full draw of the map).
+pub async fn map_ready(b: &Browser) -> anyhow::Result<()> {
+    b.wait_until(
+        "map-ready",
+        WAIT,
+        "the seat map is drawn (frontrowMap.ready)",
+        || async {
+            let v = b
+                .js(
+                    "return window.frontrowMap ? window.frontrowMap.ready.then(() => true) : false;",
+                    vec![],
+                )
+                .await?;
+            Ok(v.as_bool().unwrap_or(false).then_some(()))
+        },
+    )
+    .await
+}
+
+/// The map's letter for a seat (`A`, `H` or `B`).
+pub async fn status(b: &Browser, seat: &str) -> anyhow::Result<String> {
+    let v = b
+        .js("return window.frontrowMap.status(arguments[0]);", vec![json!(seat)])
+        .await?;
+    v.as_str()
+        .map(str::to_owned)
+        .with_context(|| format!("status({seat}) gave {v}"))
+}
+
+/// Whether the fan has picked `seat`.
+pub async fn selected(b: &Browser, seat: &str) -> anyhow::Result<bool> {
+    let v = b
+        .js("return window.frontrowMap.selected(arguments[0]);", vec![json!(seat)])
+        .await?;
+    v.as_bool().with_context(|| format!("selected({seat}) gave {v}"))
+}
+
+/// Waits until the map shows `seat` as `letter`; a timeout fails (with a screenshot).
+pub async fn wait_status(b: &Browser, shot: &str, seat: &str, letter: &str, timeout: Duration) -> anyhow::Result<()> {
+    let message = format!("the map shows {seat} as {letter}");
+    b.wait_until(shot, timeout, &message, || async {
+        Ok((status(b, seat).await? == letter).then_some(()))
+    })
+    .await
+}
+
+/// Clicks a seat where the map draws it (`frontrowMap.seatCenter`, which zooms in if needed)
+/// with real pointer actions, and waits until the map has it picked.
+pub async fn click_seat(b: &Browser, seat: &str) -> anyhow::Result<()> {
+    let center = b
+        .wait_until(
+            &format!("seat-center-{seat}"),
+            WAIT,
+            &format!("{seat} is on screen"),
+            || async {
+                let v = b
+                    .js("return window.frontrowMap.seatCenter(arguments[0]);", vec![json!(seat)])
+                    .await?;
+                Ok(v.get("x")
+                    .and_then(Value::as_f64)
+                    .zip(v.get("y").and_then(Value::as_f64)))
+            },
+        )
+        .await?;
+    b.click_at(center.0, center.1).await?;
+    let message = format!("{seat} is picked after a click at {center:?}");
+    b.wait_until(&format!("picked-{seat}"), WAIT, &message, || async {
+        Ok(selected(b, seat).await?.then_some(()))
+    })
+    .await
+}
+
+/// Moves the page's `Date.now()` forward by `by` (and keeps it moved on this document): the
+/// server's manual clock jumps, and in real life the fan's clock would have moved as much.
+/// `performance.now()` is left alone.
+pub async fn advance_page_clock(b: &Browser, by: chrono::Duration) -> anyhow::Result<()> {
+    b.js(
+        "if (!window.frontrowRealNow) {
+           window.frontrowRealNow = Date.now.bind(Date);
+           window.frontrowClockShift = 0;
+           Date.now = () => window.frontrowRealNow() + window.frontrowClockShift;
+         }
+         window.frontrowClockShift += arguments[0];",
+        vec![json!(by.num_milliseconds())],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Records every sentence `#message` shows (`window.frontrowMessages`, `[problem, text]`), so a
+/// message that a later step replaces is still seen. Installed by [`Scene::open_event`]; call it
+/// again after a navigation.
+pub async fn watch_messages(b: &Browser) -> anyhow::Result<()> {
+    b.js(
+        "if (window.frontrowMessages) return;
+         window.frontrowMessages = [];
+         const m = document.getElementById('message');
+         const note = () => {
+           if (!m.hidden && m.getClientRects().length && m.textContent.trim())
+             window.frontrowMessages.push([m.getAttribute('data-problem') || '', m.textContent.trim()]);
+         };
+         new MutationObserver(note).observe(m, {attributes: true, childList: true, characterData: true, subtree: true});
+         note();",
+        vec![],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Waits until `#message` has shown a sentence with `data-problem` = `problem`; returns it
+/// after checking it is words, not JSON or a problem URN.
+pub async fn wait_problem(b: &Browser, shot: &str, problem: &str) -> anyhow::Result<String> {
+    let message = format!("#message shows a {problem:?} problem");
+    let text = b
+        .wait_until(shot, WAIT, &message, || async {
+            let seen = b
+                .js(
+                    "const m = document.getElementById('message');
+                     const now = m && !m.hidden && m.getClientRects().length
+                       ? [[m.getAttribute('data-problem') || '', m.textContent.trim()]] : [];
+                     return (window.frontrowMessages || []).concat(now)
+                       .filter(([p, t]) => p === arguments[0] && t).map(([p, t]) => t)[0] ?? null;",
+                    vec![json!(problem)],
+                )
+                .await?;
+            Ok(seen.as_str().map(str::to_owned))
+        })
+        .await?;
+    let words = !text.starts_with('{') && !text.contains("urn:") && !text.contains("\"type\"");
+    let sentence = words && text.split_whitespace().count() >= 3;
+    b.check(shot, sentence, format!("#message is not a sentence: {text:?}"))
+        .await?;
+    Ok(text)
+}
+
+/// Waits until the element matching `css` is displayed and returns its text.
+pub async fn shown_text(b: &Browser, css: &str) -> anyhow::Result<String> {
+    b.wait_for(css, WAIT).await?;
+    b.text(css).await
+}
+
+/// The availability map's letter for `seat`, read through the API after `position`.
+pub async fn api_letter(app: &TestApp, event: EventId, seat: &str) -> char {
+    let map = app.availability(event, None).await;
+    crate::common::seat_letters(&map)[seat]
+}
+
+/// Waits until the API's map shows `seat` as `letter` (the query side follows the writer).
+pub async fn api_wait_letter(app: &TestApp, event: EventId, seat: &str, letter: char) -> anyhow::Result<()> {
+    frontrow_browser::wait_until(WAIT, &format!("the API shows {seat} as {letter}"), || async {
+        Ok((api_letter(app, event, seat).await == letter).then_some(()))
+    })
+    .await
+}
+
+/// Creates an event from `body` (as the organizer) and waits until the query side has it.
+pub async fn create_event(app: &TestApp, body: &Value) -> anyhow::Result<EventId> {
+    let res = app.create_event_with(crate::common::ORGANIZER_KEY, body).await;
+    anyhow::ensure!(res.status() == 201, "creating an event: {}", res.text().await?);
+    let written: Value = res.json().await?;
+    let event: EventId = written["event_id"].as_str().context("event_id")?.parse()?;
+    app.availability(event, written["position"].as_str()).await;
+    Ok(event)
+}
+
+/// Waits until `GET /search?q=query` finds `event` (the search projector indexes
+/// asynchronously).
+pub async fn wait_searchable(app: &TestApp, query: &str, event: EventId) -> anyhow::Result<()> {
+    let url = app.url(&format!("/search?q={}", query.replace(' ', "%20")));
+    frontrow_browser::wait_until(WAIT, &format!("search for {query:?} finds {event}"), || async {
+        let found = app.client.get(&url).send().await?.text().await?;
+        Ok(found.contains(&event.to_string()).then_some(()))
+    })
+    .await
+}

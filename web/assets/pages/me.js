@@ -1,0 +1,70 @@
+// `/me`: the signed-in fan's bookings (GET /me/bookings), newest first, with cancel (refund)
+// while the event has not started.
+
+import { get, post } from '../lib/api.js';
+import { el, money, newKey, seatName, when } from '../lib/format.js';
+import { clearMessage, mountLayout, showMessage, showProblem } from '../lib/layout.js';
+import { onChange, signedIn } from '../lib/session.js';
+
+const list = document.getElementById('bookings');
+const status = document.getElementById('bookings-status');
+
+function booking(b, reload) {
+  const cancelled = b.status === 'cancelled';
+  const started = new Date(b.starts_at) <= new Date();
+  const item = el('article', { className: `booking${cancelled ? ' booking-cancelled' : ''}`, 'data-reservation-id': b.reservation_id, 'aria-labelledby': `b-${b.reservation_id}` },
+    el('h2', { id: `b-${b.reservation_id}` }, el('a', { href: `/e/${b.event_id}` }, b.title)),
+    el('p', { className: 'booking-facts' }, b.venue, ' · ', el('time', { dateTime: b.starts_at }, when(b.starts_at))),
+    el('ul', { className: 'booking-seats' }, b.seats.map((s) => el('li', {}, seatName(s)))),
+    el('p', {}, 'Paid ', el('strong', { className: 'booking-amount' }, money(b.amount, b.currency)),
+      ' · ', el('span', { className: 'booking-status', 'data-status': b.status }, cancelled ? 'Cancelled and refunded' : 'Booked'),
+      b.late ? ' (paid after the hold ended)' : ''),
+    el('p', { className: 'booking-id' }, 'Booking ', el('code', {}, b.reservation_id)));
+  if (!cancelled && !started) {
+    const key = newKey();
+    const button = el('button', { type: 'button', className: 'cancel-button' }, 'Cancel and refund');
+    button.addEventListener('click', async () => {
+      if (!confirm(`Cancel your booking for ${b.title}? Your ${b.seats.length} seat${b.seats.length === 1 ? '' : 's'} go back on sale and you get a refund.`)) return;
+      button.disabled = true;
+      try {
+        await post(`/events/${b.event_id}/reservations/${b.reservation_id}/cancel`, undefined, { headers: { 'Idempotency-Key': key } });
+        showMessage(`Booking cancelled: ${money(b.amount, b.currency)} will be refunded.`, { tone: 'ok', problem: '' });
+        item.classList.add('booking-cancelled');
+        item.querySelector('.booking-status').textContent = 'Cancelled and refunded';
+        item.querySelector('.booking-status').dataset.status = 'cancelled';
+        button.remove();
+        setTimeout(reload, 1500);
+      } catch (e) {
+        button.disabled = false;
+        showProblem(e);
+      }
+    });
+    item.append(button);
+  }
+  return item;
+}
+
+async function load() {
+  if (!signedIn()) {
+    list.replaceChildren(el('p', { className: 'empty' }, 'Sign in (at the top of the page) to see your bookings.'));
+    status.textContent = '';
+    return;
+  }
+  status.textContent = 'Loading your bookings…';
+  try {
+    const answer = await get('/me/bookings');
+    const items = answer.bookings.map((b) => booking(b, load));
+    list.replaceChildren(...items);
+    if (!items.length) list.append(el('p', { className: 'empty' }, 'No bookings yet. ', el('a', { href: '/' }, 'Find something to go to.')));
+    const live = answer.bookings.filter((b) => b.status !== 'cancelled').length;
+    status.textContent = `${live} booking${live === 1 ? '' : 's'}`;
+    clearMessage();
+  } catch (e) {
+    status.textContent = '';
+    showProblem(e);
+  }
+}
+
+mountLayout();
+onChange(load);
+load();

@@ -1,0 +1,147 @@
+// `/`: what is on sale. The catalogue when the box is empty; as-you-type search over
+// GET /search otherwise (typos forgiven, matches highlighted), with city and date filters.
+// Arrow keys move between results, Enter opens one.
+
+import { get, ApiError } from '../lib/api.js';
+import { el, money, when } from '../lib/format.js';
+import { clearMessage, mountLayout, showProblem } from '../lib/layout.js';
+
+const input = document.getElementById('search-input');
+const city = document.getElementById('city-filter');
+const from = document.getElementById('from-filter');
+const to = document.getElementById('to-filter');
+const results = document.getElementById('results');
+const status = document.getElementById('results-status');
+
+let controller = null;
+let timer = 0;
+
+const ENTITIES = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': '\'', '&#x27;': '\'' };
+const unescape = (s) => s.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (m) => ENTITIES[m]);
+
+/** The server's highlighted (HTML-escaped, matches in <em>) text as nodes, without innerHTML. */
+function highlighted(html) {
+  const nodes = [];
+  const parts = html.split(/<\/?(?:em|mark)>/);
+  parts.forEach((part, i) => {
+    if (!part) return;
+    const text = unescape(part);
+    nodes.push(i % 2 === 1 ? el('mark', {}, text) : document.createTextNode(text));
+  });
+  return nodes;
+}
+
+function field(hit, name) {
+  return hit.highlights?.[name] ? highlighted(hit.highlights[name]) : [hit[name]];
+}
+
+function seatsLeft(left, total, soldOut) {
+  if (soldOut || left === 0) return el('span', { className: 'badge badge-sold' }, 'Sold out');
+  const few = total > 0 && left / total < 0.1;
+  return el('span', { className: few ? 'badge badge-few' : 'badge' }, `${left.toLocaleString()} of ${total.toLocaleString()} seats left`);
+}
+
+function card(event, { hit = null } = {}) {
+  const h = hit ?? event;
+  const price = hit ? `from ${money(hit.price.min, hit.price.currency)}` : '';
+  const onsale = new Date(event.onsale_at) > new Date() ? el('span', { className: 'badge badge-soon' }, `On sale ${when(event.onsale_at)}`) : null;
+  const left = hit ? seatsLeft(hit.seats_left, hit.seats_total, hit.sold_out) : seatsLeft(event.seats.available, event.seats.total, false);
+  return el('a', { className: 'result', href: `/e/${event.event_id}`, 'data-event-id': event.event_id, role: 'listitem' },
+    el('span', { className: 'result-title' }, ...(hit ? field(h, 'title') : [event.title])),
+    el('span', { className: 'result-artist' }, ...(hit ? field(h, 'artist') : [event.artist])),
+    el('span', { className: 'result-where' }, ...(hit ? field(h, 'venue') : [event.venue]), ', ', ...(hit ? field(h, 'city') : [event.city])),
+    el('time', { className: 'result-when', dateTime: event.starts_at }, when(event.starts_at)),
+    el('span', { className: 'result-facts' }, left, onsale, price ? el('span', { className: 'price' }, price) : null));
+}
+
+function inRange(event) {
+  const start = new Date(event.starts_at);
+  if (city.value.trim() && event.city.toLowerCase() !== city.value.trim().toLowerCase()) return false;
+  if (from.value && start < new Date(`${from.value}T00:00:00Z`)) return false;
+  if (to.value && start > new Date(`${to.value}T23:59:59.999Z`)) return false;
+  return true;
+}
+
+function show(cards, total, words) {
+  results.replaceChildren(...cards);
+  status.textContent = total === 0 ? `No events ${words}` : `${total} event${total === 1 ? '' : 's'} ${words}`;
+  if (total === 0) {
+    results.append(el('p', { className: 'empty' }, input.value.trim()
+      ? 'Nothing matches. Check the spelling, or try the artist or the city.'
+      : 'Nothing is on sale with these filters.'));
+  }
+}
+
+async function refresh() {
+  controller?.abort();
+  controller = new AbortController();
+  const q = input.value.trim();
+  const params = new URLSearchParams(location.search);
+  for (const [key, value] of [['q', q], ['city', city.value.trim()], ['from', from.value], ['to', to.value]]) {
+    if (value) params.set(key, value);
+    else params.delete(key);
+  }
+  history.replaceState(null, '', params.toString() ? `/?${params}` : '/');
+  results.setAttribute('aria-busy', 'true');
+  try {
+    if (!q) {
+      const list = await get('/events', { auth: false, signal: controller.signal });
+      const events = list.events.filter(inRange);
+      show(events.map((e) => card(e)), events.length, 'on sale');
+    } else {
+      const search = new URLSearchParams({ q });
+      if (city.value.trim()) search.set('city', city.value.trim());
+      if (from.value) search.set('from', from.value);
+      if (to.value) search.set('to', to.value);
+      const found = await get(`/search?${search}`, { auth: false, signal: controller.signal });
+      show(found.hits.map((hit) => card(hit, { hit })), found.total, `match “${q}”`);
+    }
+    clearMessage();
+  } catch (e) {
+    if (e.name === 'AbortError') return;
+    showProblem(e);
+    if (e instanceof ApiError) status.textContent = e.message;
+  } finally {
+    results.removeAttribute('aria-busy');
+  }
+}
+
+function soon() {
+  clearTimeout(timer);
+  timer = setTimeout(refresh, 150);
+}
+
+/** Up/Down from the box or a result move between results; Enter follows the link. */
+function keys(e) {
+  const cards = [...results.querySelectorAll('a.result')];
+  if (!cards.length || (e.key !== 'ArrowDown' && e.key !== 'ArrowUp')) return;
+  const at = cards.indexOf(document.activeElement);
+  let next;
+  if (e.key === 'ArrowDown') next = at < 0 ? 0 : Math.min(cards.length - 1, at + 1);
+  else if (at <= 0) {
+    input.focus();
+    e.preventDefault();
+    return;
+  } else next = at - 1;
+  cards[next].focus();
+  e.preventDefault();
+}
+
+mountLayout();
+const initial = new URLSearchParams(location.search);
+input.value = initial.get('q') ?? '';
+city.value = initial.get('city') ?? '';
+from.value = initial.get('from') ?? '';
+to.value = initial.get('to') ?? '';
+input.addEventListener('input', soon);
+city.addEventListener('input', soon);
+from.addEventListener('change', refresh);
+to.addEventListener('change', refresh);
+document.getElementById('search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  clearTimeout(timer);
+  refresh();
+});
+input.addEventListener('keydown', keys);
+results.addEventListener('keydown', keys);
+refresh();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install and start every local service, then run every test,
-# including the ones marked #[ignore = "needs ..."] (there a missing service is a failure).
+# including the ones marked #[ignore = "needs ..."] (there a missing service is a failure),
+# then the schemathesis contract run (deploy/local/schemathesis.sh).
 # Services are stopped again at the end unless FRONTROW_KEEP_SERVICES=1.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -12,3 +13,7 @@ if [ "${FRONTROW_KEEP_SERVICES:-0}" != 1 ]; then
 fi
 
 cargo test --workspace --locked -- --include-ignored
+
+# The contract: schemathesis against a live `frontrow serve` (the debug binary cargo test built),
+# bounded in time; any failure fails the run.
+./deploy/local/schemathesis.sh

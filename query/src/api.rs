@@ -378,13 +378,13 @@ async fn availability(
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn past_maps_beyond_the_replay_limit_are_refused_not_queued() {
-        use frontrow_journal::{Journal, Record, SqliteJournal};
-        use tower::ServiceExt;
+    use tower::ServiceExt;
 
-        let dir = tempfile::tempdir().unwrap();
-        let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.path().join("j.db"), 1).unwrap());
+    /// A catalog following a one-partition journal that holds one scheduled event.
+    async fn catalog_with_one_event(dir: &std::path::Path) -> (Arc<Catalog>, EventId) {
+        use frontrow_journal::{Journal, Record, SqliteJournal};
+
+        let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.join("j.db"), 1).unwrap());
         let event = EventId::new();
         let scheduled = frontrow_schema::Envelope {
             id: uuid::Uuid::now_v7(),
@@ -408,7 +408,20 @@ mod tests {
             value: frontrow_schema::encode(&scheduled),
         };
         journal.append(0, vec![record]).await.unwrap();
-        let (catalog, _tasks) = Catalog::start(journal).await.unwrap();
+        // Dropping the follower tasks' handles detaches them: they keep following.
+        let (catalog, _) = Catalog::start(journal).await.unwrap();
+        let applied = Position {
+            partition: 0,
+            offset: 0,
+        };
+        assert!(catalog.wait_for(applied, Duration::from_secs(10)).await);
+        (catalog, event)
+    }
+
+    #[tokio::test]
+    async fn past_maps_beyond_the_replay_limit_are_refused_not_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let (catalog, event) = catalog_with_one_event(dir.path()).await;
         let ask = || {
             let request = axum::http::Request::get(format!("/events/{event}/availability?at=0:0"))
                 .body(axum::body::Body::empty())
@@ -421,6 +434,20 @@ mod tests {
         assert_eq!(refused.headers()["retry-after"], "1");
         drop(busy);
         assert_eq!(ask().await.unwrap().status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn a_seat_stream_resumes_after_the_last_offset_there_can_be() {
+        let dir = tempfile::tempdir().unwrap();
+        let (catalog, event) = catalog_with_one_event(dir.path()).await;
+        let request = axum::http::Request::get(format!("/events/{event}/seats/stream"))
+            .header("last-event-id", format!("0:{}", u64::MAX))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        // Resuming after `u64::MAX` once overflowed `offset + 1` and panicked the handler.
+        let res = router(catalog).oneshot(request).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()[CONTENT_TYPE], "text/event-stream");
     }
 
     fn headers(values: &[&str]) -> HeaderMap {

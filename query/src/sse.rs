@@ -404,7 +404,7 @@ pub(crate) async fn seat_stream(
         catalog.version(&event_id).ok_or_else(unknown)?;
         let to = catalog.applied(partition).unwrap_or(0);
         let deltas = catalog
-            .seat_deltas_between(&event_id, after.offset + 1, to, MAX_REPLAY)
+            .seat_deltas_between(&event_id, after.offset.saturating_add(1), to, MAX_REPLAY)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "journal read for an SSE resume failed");

@@ -68,3 +68,27 @@ async fn a_server_follows_a_rebuild_made_by_another_process() {
     assert_eq!(serving.live_version().await.unwrap(), Some(version));
     assert!(changes.has_changed().unwrap(), "result caches are told");
 }
+
+/// A data directory whose live version has an older schema (before the relevance rules) opens,
+/// gets a fresh version the projector fills from the journal, and loses the old one.
+#[tokio::test]
+async fn an_older_schema_version_is_replaced() {
+    use frontrow_search::{Batch, SearchQuery, fixture};
+
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("v1-20260101000000000-0");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("meta.json"), "{}").unwrap();
+    std::fs::write(dir.path().join("ALIAS"), "v1-20260101000000000-0").unwrap();
+    let index = TantivyIndex::open(dir.path()).unwrap();
+    assert_eq!(index.live_version().await.unwrap(), None);
+    let live = index.ensure().await.unwrap();
+    assert!(live.starts_with("v2-"), "{live}");
+    assert!(!old.exists(), "the old version is deleted");
+    let batch = Batch {
+        upserts: fixture::events(1),
+        ..Batch::default()
+    };
+    index.apply(None, batch).await.unwrap();
+    assert_eq!(index.search(&SearchQuery::text("coldplay")).await.unwrap().total, 1);
+}

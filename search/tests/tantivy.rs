@@ -92,3 +92,32 @@ async fn an_older_schema_version_is_replaced() {
     index.apply(None, batch).await.unwrap();
     assert_eq!(index.search(&SearchQuery::text("coldplay")).await.unwrap().total, 1);
 }
+
+/// The typo allowance is a setting: Meilisearch's allows no typo in a four-letter word,
+/// Algolia's (the default) allows one.
+#[tokio::test]
+async fn the_typo_allowance_is_configurable() {
+    use frontrow_search::relevance::Relevance;
+    use frontrow_search::text::Typos;
+    use frontrow_search::{Batch, SearchQuery, fixture};
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut doc = fixture::events(1).remove(0);
+    doc.artist = "Bad Bunny".into();
+    let default = TantivyIndex::open(dir.path()).unwrap();
+    default.ensure().await.unwrap();
+    let batch = Batch {
+        upserts: vec![doc],
+        ..Batch::default()
+    };
+    default.apply(None, batch).await.unwrap();
+    let both = default.search(&SearchQuery::text("buny bad")).await.unwrap();
+    assert_eq!(both.hits.len(), 1);
+    drop(default);
+    let meili = TantivyIndex::open(dir.path()).unwrap().with_relevance(Relevance {
+        typos: Typos::MEILISEARCH,
+    });
+    let found = meili.search(&SearchQuery::text("buny bad")).await.unwrap();
+    assert_eq!(found.hits.len(), 1, "bad still matches: the fallback drops buny");
+    assert!(found.hits[0].score < both.hits[0].score, "only one word matched");
+}

@@ -366,7 +366,8 @@ pub fn suggest<'a>(words: &[String], names: impl Iterator<Item = &'a str>) -> Ve
                 best = best.min(close(q, w));
             }
         }
-        if best != usize::MAX {
+        // A name the query already spells found nothing because of the filters: no news.
+        if best != usize::MAX && whole != query {
             scored.insert((best, name.to_owned()));
         }
     }
@@ -485,5 +486,9 @@ mod tests {
         assert_eq!(s("beyonsay"), ["Beyoncé"]);
         assert_eq!(s("tailor swiff")[0], "Taylor Swift");
         assert!(s("quantum chromodynamics").is_empty());
+        assert!(
+            !s("cold play").contains(&"Coldplay".to_owned()),
+            "the query names it already"
+        );
     }
 }

@@ -32,6 +32,12 @@ pub const FIXTURE_EVENTS: usize = 2_400;
 /// A fresh index holding the fixture catalogue.
 async fn fixture_index(h: &dyn Harness, name: &str) -> Arc<dyn SearchIndex> {
     let index = h.open(name).await;
+    fill_with_fixture(&*index).await;
+    index
+}
+
+/// Empties `index` and writes the fixture catalogue into it.
+async fn fill_with_fixture(index: &dyn SearchIndex) {
     index.destroy().await.unwrap();
     index.ensure().await.unwrap();
     for chunk in fixture::events(FIXTURE_EVENTS).chunks(1_000) {
@@ -41,7 +47,6 @@ async fn fixture_index(h: &dyn Harness, name: &str) -> Arc<dyn SearchIndex> {
         };
         index.apply(None, batch).await.unwrap();
     }
-    index
 }
 
 pub(crate) async fn search(index: &dyn SearchIndex, q: SearchQuery) -> SearchResults {
@@ -209,15 +214,7 @@ pub async fn fallbacks_rank_full_matches_first(h: &dyn Harness) {
 /// every query of every class (ties in score and start time go by event id on both).
 pub async fn backends_agree(a: &dyn SearchIndex, b: &dyn SearchIndex) {
     for index in [a, b] {
-        index.destroy().await.unwrap();
-        index.ensure().await.unwrap();
-        for chunk in fixture::events(FIXTURE_EVENTS).chunks(1_000) {
-            let batch = Batch {
-                upserts: chunk.to_vec(),
-                ..Batch::default()
-            };
-            index.apply(None, batch).await.unwrap();
-        }
+        fill_with_fixture(index).await;
     }
     let mut differ = Vec::new();
     let mut compared = 0;

@@ -164,13 +164,23 @@ async fn open_journal_backend(settings: &Settings) -> anyhow::Result<Arc<dyn Jou
 
 /// Opens the configured search index: `tantivy` (embedded) or `opensearch`.
 pub fn open_search(settings: &Settings) -> anyhow::Result<Arc<dyn SearchIndex>> {
+    let typos = frontrow_search::text::Typos::named(&settings.search_typos).with_context(|| {
+        format!(
+            "search_typos {:?} is not `algolia` or `meilisearch`",
+            settings.search_typos
+        )
+    })?;
+    let relevance = frontrow_search::relevance::Relevance { typos };
     Ok(match settings.search.as_str() {
         "tantivy" => Arc::new(
-            TantivyIndex::open(&settings.data_dir.join("search")).context("opening the embedded search index")?,
+            TantivyIndex::open(&settings.data_dir.join("search"))
+                .context("opening the embedded search index")?
+                .with_relevance(relevance),
         ),
         "opensearch" => Arc::new(
             OpenSearchIndex::new(&settings.opensearch_url, &settings.search_alias)
-                .context("connecting to OpenSearch")?,
+                .context("connecting to OpenSearch")?
+                .with_relevance(relevance),
         ),
         other => anyhow::bail!("search {other:?} is not `tantivy` or `opensearch`"),
     })

@@ -77,6 +77,7 @@ pub fn event(now: DateTime<Utc>) -> EventScheduled {
         venue: "Riverside Arena".into(),
         city: "Amsterdam".into(),
         tags: vec![],
+        aliases: vec![],
         starts_at: now + Duration::days(60),
         onsale_at: now - Duration::minutes(1),
         hold_minutes: HoldMinutes::DEFAULT,

@@ -57,6 +57,9 @@ pub struct Settings {
     pub opensearch_url: String,
     /// The alias the search index is served under (versioned indexes behind it).
     pub search_alias: String,
+    /// The typo allowance by word length: `algolia` (1 typo from 4 letters, 2 from 8) or
+    /// `meilisearch` (from 5 and 9).
+    pub search_typos: String,
     /// PostgreSQL URL of the ledger; without one the ledger is SQLite in `<data_dir>/ledger`.
     #[serde(serialize_with = "hide")]
     pub database_url: Option<SecretString>,
@@ -106,6 +109,7 @@ impl Default for Settings {
             search: "tantivy".into(),
             opensearch_url: "http://127.0.0.1:9200".into(),
             search_alias: frontrow_search::DEFAULT_ALIAS.into(),
+            search_typos: "algolia".into(),
             database_url: None,
             ledger_schema: "ledger".into(),
             projector_batch: 1000,
@@ -134,6 +138,7 @@ const KEYS: &[&str] = &[
     "search",
     "opensearch_url",
     "search_alias",
+    "search_typos",
     "database_url",
     "ledger_schema",
     "projector_batch",

@@ -699,6 +699,7 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
     let app = TestApp::spawn().await;
     let mut body = app.event_body(Duration::minutes(-1));
     body["artist"] = json!("Marianne Vortexa");
+    body["aliases"] = json!(["마리안 보르텍사", "MVX"]);
     body["seat_map"] = json!({"tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
         "sections": [{"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 2, "tier": "STD"}]}]});
     let res = app.create_event_with(ORGANIZER_KEY, &body).await;
@@ -711,8 +712,13 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
             .as_array()
             .is_some_and(|h| h.iter().any(|h| h["event_id"] == event.as_str()))
     };
-    // A typo still finds the artist.
+    // A typo still finds the artist, and so do the organizer's aliases.
     search_until(&app, "q=mariane%20vortexa", has_event).await;
+    search_until(&app, "q=mvx", has_event).await;
+    search_until(&app, "q=%EB%B3%B4%EB%A5%B4%ED%85%8D%EC%82%AC", has_event).await;
+    let mut bad = app.event_body(Duration::minutes(-1));
+    bad["aliases"] = json!(["  "]);
+    assert_eq!(app.create_event_with(ORGANIZER_KEY, &bad).await.status(), 422);
     search_until(&app, "q=vortexa&available=true", has_event).await;
     let held = app
         .reserve_seats("alice", event.parse().unwrap(), &["A-1-1", "A-1-2"])

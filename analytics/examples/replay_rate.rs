@@ -114,6 +114,7 @@ async fn event_log(
         venue: "Arena".into(),
         city: "Lyon".into(),
         tags: vec![],
+        aliases: vec![],
         starts_at: start + Duration::days(30),
         onsale_at: onsale,
         hold_minutes: HoldMinutes::DEFAULT,

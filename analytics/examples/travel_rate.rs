@@ -123,6 +123,7 @@ async fn event_log(
         venue: "Arena".into(),
         city: "Lyon".into(),
         tags: vec![],
+        aliases: vec![],
         starts_at: start + Duration::days(300),
         onsale_at: start,
         hold_minutes: HoldMinutes::DEFAULT,

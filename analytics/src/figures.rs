@@ -770,6 +770,7 @@ mod tests {
             venue: "Hall".into(),
             city: "Lyon".into(),
             tags: vec![],
+            aliases: vec![],
             starts_at: onsale + Duration::days(30),
             onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),

@@ -160,6 +160,7 @@ impl Sim {
             venue: "Test Arena".into(),
             city: "Lyon".into(),
             tags: vec![],
+            aliases: vec![],
             starts_at: onsale + Duration::days(30),
             onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),

@@ -98,6 +98,7 @@ async fn generate(journal: &dyn Journal, total: usize) {
                 venue: "Arena".into(),
                 city: "Delft".into(),
                 tags: vec![],
+                aliases: vec![],
                 starts_at: now + Duration::days(30),
                 onsale_at: now - Duration::minutes(1),
                 hold_minutes: HoldMinutes::DEFAULT,

@@ -83,6 +83,7 @@ fn event(clock: &dyn Clock) -> EventScheduled {
         venue: "v".into(),
         city: "c".into(),
         tags: vec![],
+        aliases: vec![],
         starts_at: clock.now() + Duration::days(1),
         onsale_at: clock.now() - Duration::minutes(1),
         hold_minutes: HoldMinutes::DEFAULT,

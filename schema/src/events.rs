@@ -60,6 +60,10 @@ pub struct EventScheduled {
     pub organizer: OrganizerId,
     pub title: String,
     pub artist: String,
+    /// Other names fans know the artist by (a romanisation, an abbreviation), searched like
+    /// the artist. Absent in events written before aliases existed, which read as none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     pub venue: String,
     pub city: String,
     /// Free-form words fans search by (genre, tour, ...). Absent in events written before

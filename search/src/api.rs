@@ -72,8 +72,9 @@ pub fn router(index: Arc<dyn SearchIndex>) -> Router {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
-    /// What to look for: artist, title, venue, city or genre words; typos are forgiven and the
-    /// last word also matches as a prefix (1 to 200 characters).
+    /// What to look for: artist (or alias), title, venue, city or genre words; typos are
+    /// forgiven, the last word also matches as a prefix, words may be run together or apart,
+    /// and a word that matches nothing is dropped if needed (1 to 200 characters).
     #[param(example = "taylr swfit")]
     q: Option<String>,
     /// Only events in this city (case and accents ignored).
@@ -106,6 +107,9 @@ pub struct SearchResponse {
     pub pages: u64,
     /// Best match first; equally good matches sooner first.
     pub hits: Vec<SearchHit>,
+    /// "Did you mean": when nothing matches, the indexed artist names closest to the query
+    /// (at most 3, closest first); empty otherwise.
+    pub suggestions: Vec<String>,
 }
 
 /// One event found.
@@ -114,6 +118,9 @@ pub struct SearchHit {
     pub event_id: EventId,
     pub title: String,
     pub artist: String,
+    /// Other names of the artist, searched like it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     pub venue: String,
     pub city: String,
     pub tags: Vec<String>,
@@ -337,6 +344,7 @@ fn hit_view(hit: Hit, words: &[String]) -> SearchHit {
         event_id: d.event_id,
         title: d.title,
         artist: d.artist,
+        aliases: d.aliases,
         venue: d.venue,
         city: d.city,
         tags: d.tags,
@@ -365,6 +373,7 @@ fn response(query: &SearchQuery, results: SearchResults) -> SearchResponse {
         total: results.total,
         pages: results.total.div_ceil(per_page),
         hits: results.hits.into_iter().map(|h| hit_view(h, &words)).collect(),
+        suggestions: results.suggestions,
     }
 }
 

@@ -10,7 +10,7 @@ use frontrow_schema::EventId;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-/// The alias searches go through; versioned indexes (`frontrow-events-v1-<created>`) sit behind it.
+/// The alias searches go through; versioned indexes (`frontrow-events-v2-<created>`) sit behind it.
 pub const DEFAULT_ALIAS: &str = "frontrow-events";
 /// Hits per page.
 pub const PER_PAGE: usize = 20;
@@ -21,6 +21,9 @@ pub struct EventDoc {
     pub event_id: EventId,
     pub title: String,
     pub artist: String,
+    /// Other names of the artist (a romanisation, an abbreviation), searched like the artist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     pub venue: String,
     pub city: String,
     /// Genres and other words the event should be found by.
@@ -60,7 +63,7 @@ impl Batch {
 /// A search: free text plus filters and a page.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SearchQuery {
-    /// What the fan typed; words are matched with typo tolerance, the last one also as a prefix.
+    /// What the fan typed, matched by the rules of [`crate::relevance`].
     pub text: String,
     /// Only events in this city (case and accents ignored).
     pub city: Option<String>,
@@ -95,11 +98,13 @@ impl SearchQuery {
 }
 
 /// One page of hits, best first (relevance, then the sooner event).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SearchResults {
     /// How many events match in all.
     pub total: u64,
     pub hits: Vec<Hit>,
+    /// When nothing matches: the indexed artist names closest to the query, closest first.
+    pub suggestions: Vec<String>,
 }
 
 /// One matching event.
@@ -177,4 +182,11 @@ pub(crate) fn version_name(schema: &str) -> String {
     static SEQ: AtomicU32 = AtomicU32::new(0);
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     format!("{schema}-{}-{seq}", Utc::now().format("%Y%m%d%H%M%S%3f"))
+}
+
+/// Whether the version called `name` (`v2-...` or `<alias>-v2-...`) has the current schema;
+/// an older one is replaced by a fresh version the projector fills from the journal.
+pub(crate) fn is_current(name: &str) -> bool {
+    let schema = crate::SCHEMA;
+    name.starts_with(&format!("{schema}-")) || name.contains(&format!("-{schema}-"))
 }

@@ -9,8 +9,10 @@
 //!
 //! [`projector`] follows the journal and keeps the index current (one upsert per changed event
 //! per batch, position in the same write), [`api`] serves `GET /search` with a cache of recent
-//! results, and [`text`] holds the matching rules both backends share: how words are split,
-//! how many typos a word may have, and how hits are highlighted.
+//! results. [`text`] and [`relevance`] hold the matching rules both backends share, written once:
+//! how text becomes words, what a document indexes, how a query is planned (typos, prefixes,
+//! words run together or split, connectors, fallbacks when nothing matches, suggestions) and
+//! how hits are highlighted.
 
 pub mod api;
 pub mod conformance;
@@ -18,6 +20,7 @@ pub mod fixture;
 mod index;
 mod opensearch;
 pub mod projector;
+pub mod relevance;
 mod tantivy_index;
 pub mod text;
 
@@ -28,6 +31,8 @@ pub use index::{
 pub use opensearch::OpenSearchIndex;
 pub use tantivy_index::TantivyIndex;
 
-/// The index mapping (settings, analyzers and fields) of schema version 1, as Elasticsearch and
+/// The index mapping (settings, analyzers and fields) of schema version 2, as Elasticsearch and
 /// OpenSearch read it. The tantivy schema in [`TantivyIndex`] mirrors it field by field.
-pub const MAPPING_V1: &str = include_str!("../../schema/search/events-v1.json");
+pub const MAPPING_V2: &str = include_str!("../../schema/search/events-v2.json");
+/// The schema version in index names (`<alias>-v2-<created>`).
+pub const SCHEMA: &str = "v2";

@@ -1,13 +1,19 @@
 //! The scaled search index: Elasticsearch or OpenSearch over their shared REST API.
 //!
 //! Only calls both servers answer the same way are used: index create and delete, aliases,
-//! bulk, get, search. Versions are indexes named `<alias>-v1-<created>` created with the mapping
-//! in `schema/search/events-v1.json`; the alias moves to a rebuilt version in one
-//! `_aliases` call. A batch is one `_bulk` request with `refresh=true`: the event documents
-//! and one `position-<partition>` document per partition it advances, so the projector's
-//! position is written with what it produced. Searches are a `bool` query with one clause per
-//! query word (exact, `fuzziness: AUTO` with transpositions, and edge n-gram prefixes for the
-//! last word), filters in `filter` context, sorted by `_score`, then `starts_at`.
+//! bulk, get, search, a terms aggregation. Versions are indexes named `<alias>-v2-<created>`
+//! created with the mapping in `schema/search/events-v2.json`; the alias moves to a rebuilt
+//! version in one `_aliases` call. A batch is one `_bulk` request with `refresh=true`: the event
+//! documents and one `position-<partition>` document per partition it advances, so the
+//! projector's position is written with what it produced. Documents carry the words of
+//! [`crate::relevance::document_fields`] (already analysed: the mapping only splits on spaces)
+//! and the event itself under `doc`; a search translates a [`Plan`] literally: `term`,
+//! edge n-gram and `fuzzy` queries under `constant_score`, a word their `dis_max`, the query a
+//! `bool` with the tier's `minimum_should_match`; filters in `filter` context, sorted by
+//! `_score`, then [`order_key`].
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use elasticsearch::http::request::JsonBody;
@@ -22,21 +28,21 @@ use tokio::sync::watch;
 use tracing::info;
 
 use crate::index::{Batch, EventDoc, Hit, Positions, SearchError, SearchIndex, SearchQuery, SearchResults};
-use crate::text::{self, max_edits, query_words, required_words};
+use crate::relevance::{self, Alternative, Clause, Match, Plan, Relevance, order_key};
+use crate::text;
 
-/// Text fields and their boosts, as in the embedded index.
-const TEXT_FIELDS: [(&str, f32); 5] = [
-    ("artist", 3.0),
-    ("title", 2.0),
-    ("city", 1.5),
-    ("venue", 1.0),
-    ("tags", 1.0),
-];
+/// How long the artist names for suggestions are reused before they are asked for again.
+const NAMES_TTL: Duration = Duration::from_secs(30);
+/// How many terms a fuzzy alternative may expand to.
+const MAX_EXPANSIONS: u32 = 200;
 
 /// A search index on an Elasticsearch or OpenSearch cluster.
 pub struct OpenSearchIndex {
     client: Elasticsearch,
     alias: String,
+    relevance: Relevance,
+    /// The indexed artist names, for suggestions, and when they were read.
+    names: Mutex<Option<(Instant, u64, Vec<String>)>>,
     changes: watch::Sender<u64>,
 }
 
@@ -55,11 +61,25 @@ async fn ok_json(response: Result<Response, elasticsearch::Error>) -> Result<Val
     serde_json::from_str(&body).map_err(backend)
 }
 
-fn fields(suffix: &str, factor: f32) -> Vec<String> {
-    TEXT_FIELDS
-        .iter()
-        .map(|(name, boost)| format!("{name}{suffix}^{}", boost * factor))
-        .collect()
+fn alternative(a: &Alternative) -> Value {
+    let field = a.field.name();
+    let query = match a.matching {
+        Match::Exact => json!({"term": {field: a.term}}),
+        Match::Prefix => json!({"term": {format!("{field}.prefix"): a.term}}),
+        Match::Fuzzy {
+            edits,
+            same_first_letter,
+        } => json!({"fuzzy": {field: {
+            "value": a.term, "fuzziness": edits, "prefix_length": u8::from(same_first_letter),
+            "transpositions": true, "max_expansions": MAX_EXPANSIONS
+        }}}),
+    };
+    json!({"constant_score": {"filter": query, "boost": a.score}})
+}
+
+fn clause(c: &Clause) -> Value {
+    let queries: Vec<Value> = c.alternatives.iter().map(alternative).collect();
+    json!({"dis_max": {"queries": queries, "tie_breaker": 0.0}})
 }
 
 impl OpenSearchIndex {
@@ -70,8 +90,16 @@ impl OpenSearchIndex {
         Ok(Self {
             client: Elasticsearch::new(transport),
             alias: alias.to_owned(),
+            relevance: Relevance::default(),
+            names: Mutex::new(None),
             changes: watch::Sender::new(0),
         })
+    }
+
+    /// The same index searching by other relevance settings (e.g. Meilisearch's typo allowance).
+    pub fn with_relevance(mut self, relevance: Relevance) -> Self {
+        self.relevance = relevance;
+        self
     }
 
     fn bump(&self) {
@@ -79,40 +107,26 @@ impl OpenSearchIndex {
     }
 
     fn event_source(doc: &EventDoc) -> Result<Value, SearchError> {
-        let mut source = serde_json::to_value(doc).map_err(backend)?;
-        if let Value::Object(map) = &mut source {
-            map.insert("kind".into(), json!("event"));
-            map.insert("city_key".into(), json!(text::normalize(&doc.city)));
+        let mut source = serde_json::Map::new();
+        source.insert("kind".into(), json!("event"));
+        source.insert("event_id".into(), json!(doc.event_id.to_string()));
+        source.insert("doc".into(), serde_json::to_value(doc).map_err(backend)?);
+        for (field, words) in relevance::document_fields(doc) {
+            source.insert(field.name().into(), json!(words));
         }
-        Ok(source)
+        let names: Vec<&str> = relevance::artist_names(doc).collect();
+        source.insert("artist_name".into(), json!(names));
+        source.insert("city_key".into(), json!(text::normalize(&doc.city)));
+        source.insert("starts_at".into(), json!(doc.starts_at.to_rfc3339()));
+        source.insert("order".into(), json!(order_key(doc)));
+        source.insert("sold_out".into(), json!(doc.sold_out));
+        Ok(Value::Object(source))
     }
 
-    /// The search request body.
-    fn body(q: &SearchQuery) -> Result<Value, SearchError> {
-        let words = query_words(&q.text);
-        if words.is_empty() {
-            return Err(SearchError::InvalidQuery(format!(
-                "{:?} has no word to search for",
-                q.text
-            )));
-        }
-        let should: Vec<Value> = words
-            .iter()
-            .enumerate()
-            .map(|(i, word)| {
-                let mut alternatives = vec![json!({"multi_match": {"query": word, "fields": fields("", 2.0)}})];
-                if max_edits(word) > 0 {
-                    alternatives.push(json!({"multi_match": {
-                        "query": word, "fields": fields("", 1.0), "fuzziness": "AUTO",
-                        "fuzzy_transpositions": true, "max_expansions": 50
-                    }}));
-                }
-                if i + 1 == words.len() {
-                    alternatives.push(json!({"multi_match": {"query": word, "fields": fields(".prefix", 1.0)}}));
-                }
-                json!({"dis_max": {"queries": alternatives}})
-            })
-            .collect();
+    /// The search request body for `plan` with `required` of its words.
+    fn body(plan: &Plan, required: usize, q: &SearchQuery) -> Value {
+        let words: Vec<Value> = plan.required.iter().map(clause).collect();
+        let optional: Vec<Value> = plan.optional.iter().map(clause).collect();
         let mut filter = vec![json!({"term": {"kind": "event"}})];
         if let Some(city) = &q.city {
             filter.push(json!({"term": {"city_key": text::normalize(city)}}));
@@ -130,17 +144,81 @@ impl OpenSearchIndex {
         if q.available {
             filter.push(json!({"term": {"sold_out": false}}));
         }
-        Ok(json!({
+        json!({
             "from": q.offset(),
             "size": q.per_page,
             "track_total_hits": true,
+            "_source": ["doc"],
             "query": {"bool": {
                 "filter": filter,
-                "should": should,
-                "minimum_should_match": required_words(words.len()),
+                "must": [{"bool": {"should": words, "minimum_should_match": required}}],
+                "should": optional,
             }},
-            "sort": [{"_score": "desc"}, {"starts_at": "asc"}],
-        }))
+            "sort": [{"_score": "desc"}, {"order": "asc"}],
+        })
+    }
+
+    async fn run(&self, plan: &Plan, required: usize, q: &SearchQuery) -> Result<SearchResults, SearchError> {
+        let response = self
+            .client
+            .search(SearchParts::Index(&[&self.alias]))
+            .body(Self::body(plan, required, q))
+            .send()
+            .await;
+        let answer = ok_json(response).await?;
+        let total = answer["hits"]["total"]["value"].as_u64().unwrap_or(0);
+        let hits = answer["hits"]["hits"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|hit| {
+                Ok(Hit {
+                    doc: serde_json::from_value(hit["_source"]["doc"].clone()).map_err(backend)?,
+                    score: hit["_score"]
+                        .as_f64()
+                        .or_else(|| hit["sort"][0].as_f64())
+                        .unwrap_or(0.0) as f32,
+                })
+            })
+            .collect::<Result<_, SearchError>>()?;
+        Ok(SearchResults {
+            total,
+            hits,
+            suggestions: Vec::new(),
+        })
+    }
+
+    /// The distinct artist names and aliases indexed (a terms aggregation), reused for
+    /// [`NAMES_TTL`] unless this instance wrote since.
+    async fn artist_names(&self) -> Result<Vec<String>, SearchError> {
+        let generation = *self.changes.borrow();
+        if let Some((at, seen, names)) = &*self.names.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+            && at.elapsed() < NAMES_TTL
+            && *seen == generation
+        {
+            return Ok(names.clone());
+        }
+        let body = json!({
+            "size": 0,
+            "query": {"term": {"kind": "event"}},
+            "aggs": {"names": {"terms": {"field": "artist_name", "size": relevance::MAX_SUGGESTION_NAMES}}},
+        });
+        let response = self
+            .client
+            .search(SearchParts::Index(&[&self.alias]))
+            .body(body)
+            .send()
+            .await;
+        let answer = ok_json(response).await?;
+        let names: Vec<String> = answer["aggregations"]["names"]["buckets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["key"].as_str().map(str::to_owned))
+            .collect();
+        *self.names.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((Instant::now(), generation, names.clone()));
+        Ok(names)
     }
 }
 
@@ -151,7 +229,7 @@ impl SearchIndex for OpenSearchIndex {
     }
 
     async fn ensure(&self) -> Result<String, SearchError> {
-        if let Some(live) = self.live_version().await? {
+        if let Some(live) = self.live_version().await?.filter(|v| crate::index::is_current(v)) {
             return Ok(live);
         }
         let name = self.create_version().await?;
@@ -175,8 +253,8 @@ impl SearchIndex for OpenSearchIndex {
     }
 
     async fn create_version(&self) -> Result<String, SearchError> {
-        let name = format!("{}-{}", self.alias, crate::index::version_name("v1"));
-        let mapping: Value = serde_json::from_str(crate::MAPPING_V1).map_err(backend)?;
+        let name = format!("{}-{}", self.alias, crate::index::version_name(crate::SCHEMA));
+        let mapping: Value = serde_json::from_str(crate::MAPPING_V2).map_err(backend)?;
         let response = self
             .client
             .indices()
@@ -292,36 +370,15 @@ impl SearchIndex for OpenSearchIndex {
         if answer["found"].as_bool() != Some(true) {
             return Ok(None);
         }
-        serde_json::from_value(answer["_source"].clone())
+        serde_json::from_value(answer["_source"]["doc"].clone())
             .map(Some)
             .map_err(backend)
     }
 
     async fn search(&self, query: &SearchQuery) -> Result<SearchResults, SearchError> {
-        let body = Self::body(query)?;
-        let response = self
-            .client
-            .search(SearchParts::Index(&[&self.alias]))
-            .body(body)
-            .send()
-            .await;
-        let answer = ok_json(response).await?;
-        let total = answer["hits"]["total"]["value"].as_u64().unwrap_or(0);
-        let hits = answer["hits"]["hits"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|hit| {
-                Ok(Hit {
-                    doc: serde_json::from_value(hit["_source"].clone()).map_err(backend)?,
-                    score: hit["_score"]
-                        .as_f64()
-                        .or_else(|| hit["sort"][0].as_f64())
-                        .unwrap_or(0.0) as f32,
-                })
-            })
-            .collect::<Result<_, SearchError>>()?;
-        Ok(SearchResults { total, hits })
+        let plan = Plan::new(&query.text, &self.relevance)?;
+        let run = |required| self.run(&plan, required, query);
+        relevance::search_tiers(&plan, run, || self.artist_names()).await
     }
 
     fn changes(&self) -> watch::Receiver<u64> {

@@ -3,16 +3,17 @@
 //! Each version is a tantivy index in its own subdirectory; the file `ALIAS` names the live one
 //! and is replaced atomically (write, fsync, rename) to swap a rebuild in. A batch is one tantivy
 //! commit whose payload carries the projector positions, so documents and positions are durable
-//! together or not at all. Queries follow [`crate::text`]: per query word, the best of an exact
-//! term (BM25), a fuzzy term within [`max_edits`] (swaps count once) and, for the last word, a
-//! prefix, across the text fields with per-field boosts; filters score nothing; hits are ordered
-//! by score, then start time.
+//! together or not at all. Documents are indexed and queries are planned by
+//! [`crate::relevance`]; this file only translates: a plan's alternatives become term, prefix
+//! and Levenshtein-automaton queries with constant scores, a word the best of them
+//! ([`DisjunctionMaxQuery`]), the query their sum with the tier's minimum of words; filters
+//! score nothing; hits are ordered by score, then [`order_key`].
 //!
 //! Writers are opened on first write, and the serving process rereads `ALIAS` at most every
 //! half second, so `frontrow projector rebuild search` can run as a separate process beside a
 //! running server: it writes only the new version, swaps the alias, and the server follows.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -22,34 +23,30 @@ use frontrow_schema::EventId;
 use tantivy::collector::sort_key::{SortBySimilarityScore, SortByStaticFastValue};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, FuzzyTermQuery, Occur, Query, RangeQuery, TermQuery,
+    AutomatonWeight, BooleanQuery, ConstScoreQuery, DfaWrapper, DisjunctionMaxQuery, EnableScoring, FuzzyTermQuery,
+    Occur, Query, RangeQuery, TermQuery, Weight,
 };
 use tantivy::schema::{
     Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::{DocAddress, Index, IndexReader, IndexWriter, Order, ReloadPolicy, TantivyDocument, Term};
+use tantivy_fst::Automaton;
 use tokio::sync::watch;
 use tracing::info;
 
 use crate::index::{Batch, EventDoc, Hit, Positions, SearchError, SearchIndex, SearchQuery, SearchResults};
-use crate::text::{self, max_edits, query_words, required_words};
+use crate::relevance::{self, Alternative, Match, Plan, Relevance, order_key};
+use crate::text;
 
 const ALIAS_FILE: &str = "ALIAS";
 const WRITER_HEAP: usize = 50_000_000;
 /// How often the serving process looks whether another process moved the alias.
 const ALIAS_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
-/// Searchable text fields and their boosts.
-const TEXT_FIELDS: [(&str, f32); 5] = [
-    ("artist", 3.0),
-    ("title", 2.0),
-    ("city", 1.5),
-    ("venue", 1.0),
-    ("tags", 1.0),
-];
 
 /// The embedded tantivy search index.
 pub struct TantivyIndex {
     dir: PathBuf,
+    relevance: Relevance,
     /// Versions opened by this process, by name.
     opened: Mutex<HashMap<String, Arc<Version>>>,
     live: RwLock<Option<Arc<Version>>>,
@@ -61,12 +58,21 @@ pub struct TantivyIndex {
 #[derive(Clone, Copy)]
 struct Fields {
     event_id: Field,
-    text: [Field; 5],
+    /// In the order of [`relevance::Field::ALL`].
+    text: [Field; 6],
+    artist_name: Field,
     city_key: Field,
     starts_at: Field,
-    seats_left: Field,
+    order: Field,
     sold_out: Field,
     source: Field,
+}
+
+impl Fields {
+    fn text(&self, field: relevance::Field) -> Field {
+        let i = relevance::Field::ALL.iter().position(|f| *f == field).unwrap_or(0);
+        self.text[i]
+    }
 }
 
 struct Version {
@@ -90,31 +96,120 @@ fn schema() -> Schema {
     let words = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(text::WORDS)
-            .set_index_option(IndexRecordOption::WithFreqs),
+            .set_index_option(IndexRecordOption::Basic),
     );
     b.add_text_field("event_id", STRING | STORED);
-    for (name, _) in TEXT_FIELDS {
-        b.add_text_field(name, words.clone());
+    for field in relevance::Field::ALL {
+        b.add_text_field(field.name(), words.clone());
     }
+    b.add_text_field("artist_name", STRING);
     b.add_text_field("city_key", STRING);
     b.add_i64_field("starts_at", INDEXED | tantivy::schema::FAST);
-    b.add_u64_field("seats_left", INDEXED | tantivy::schema::FAST);
+    b.add_i64_field("order", tantivy::schema::FAST);
     b.add_bool_field("sold_out", INDEXED);
     b.add_text_field("source", STORED);
     b.build()
 }
 
 fn fields(schema: &Schema) -> Result<Fields, SearchError> {
-    let f = |name: &str| schema.get_field(name).map_err(backend);
+    let f = |name: &str| {
+        schema.get_field(name).map_err(|_| {
+            backend(format!(
+                "the index has no field {name}: rebuild it (frontrow projector rebuild search)"
+            ))
+        })
+    };
+    let mut text = [f("event_id")?; 6];
+    for (slot, field) in text.iter_mut().zip(relevance::Field::ALL) {
+        *slot = f(field.name())?;
+    }
     Ok(Fields {
         event_id: f("event_id")?,
-        text: [f("artist")?, f("title")?, f("city")?, f("venue")?, f("tags")?],
+        text,
+        artist_name: f("artist_name")?,
         city_key: f("city_key")?,
         starts_at: f("starts_at")?,
-        seats_left: f("seats_left")?,
+        order: f("order")?,
         sold_out: f("sold_out")?,
         source: f("source")?,
     })
+}
+
+/// A Levenshtein automaton that only accepts words starting with a given first letter.
+struct SameFirstLetter {
+    first: Vec<u8>,
+    dfa: DfaWrapper,
+}
+
+impl Automaton for SameFirstLetter {
+    /// Bytes of the first letter read so far, and the state of the Levenshtein automaton;
+    /// `None` once the first letter differs.
+    type State = Option<(usize, u32)>;
+
+    fn start(&self) -> Self::State {
+        Some((0, self.dfa.start()))
+    }
+
+    fn is_match(&self, state: &Self::State) -> bool {
+        matches!(state, Some((read, s)) if *read == self.first.len() && self.dfa.is_match(s))
+    }
+
+    fn can_match(&self, state: &Self::State) -> bool {
+        matches!(state, Some((_, s)) if self.dfa.can_match(s))
+    }
+
+    fn accept(&self, state: &Self::State, byte: u8) -> Self::State {
+        let (read, s) = (*state)?;
+        if read < self.first.len() {
+            (self.first[read] == byte).then(|| (read + 1, self.dfa.accept(&s, byte)))
+        } else {
+            Some((read, self.dfa.accept(&s, byte)))
+        }
+    }
+}
+
+/// Words within `edits` of a term that start with the term's first letter.
+#[derive(Debug, Clone)]
+struct FuzzySameFirstLetter {
+    term: Term,
+    edits: u8,
+}
+
+impl Query for FuzzySameFirstLetter {
+    fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let dfa = FuzzyTermQuery::new(self.term.clone(), self.edits, true).automaton()?;
+        let value = self.term.value();
+        let first = value.as_str().and_then(|w| w.chars().next());
+        let first = first.map(|c| c.to_string().into_bytes()).unwrap_or_default();
+        let automaton = SameFirstLetter { first, dfa };
+        Ok(Box::new(AutomatonWeight::new(self.term.field(), automaton)))
+    }
+}
+
+fn alternative_query(fields: &Fields, a: &Alternative) -> Box<dyn Query> {
+    let term = Term::from_field_text(fields.text(a.field), &a.term);
+    let query: Box<dyn Query> = match a.matching {
+        Match::Exact => Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
+        Match::Prefix => Box::new(FuzzyTermQuery::new_prefix(term, 0, true)),
+        Match::Fuzzy {
+            edits,
+            same_first_letter: false,
+        } => Box::new(FuzzyTermQuery::new(term, edits, true)),
+        Match::Fuzzy {
+            edits,
+            same_first_letter: true,
+        } => Box::new(FuzzySameFirstLetter { term, edits }),
+    };
+    Box::new(ConstScoreQuery::new(query, a.score))
+}
+
+fn clause_query(fields: &Fields, clause: &relevance::Clause) -> Box<dyn Query> {
+    let alternatives = clause
+        .alternatives
+        .iter()
+        .map(|a| alternative_query(fields, a))
+        .collect();
+    Box::new(DisjunctionMaxQuery::new(alternatives))
 }
 
 impl Version {
@@ -126,7 +221,7 @@ impl Version {
         } else {
             Index::open_in_dir(&path).map_err(|_| SearchError::NoSuchVersion(name.to_owned()))?
         };
-        index.tokenizers().register(text::WORDS, text::analyzer());
+        index.tokenizers().register(text::WORDS, text::whitespace());
         let fields = fields(&index.schema())?;
         let positions = match index.load_metas().map_err(backend)?.payload {
             Some(payload) => serde_json::from_str(&payload).map_err(backend)?,
@@ -151,15 +246,15 @@ impl Version {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
         d.add_text(f.event_id, doc.event_id.to_string());
-        for (field, value) in f.text[..4].iter().zip([&doc.artist, &doc.title, &doc.city, &doc.venue]) {
-            d.add_text(*field, value);
+        for (field, words) in relevance::document_fields(doc) {
+            d.add_text(f.text(field), words);
         }
-        for tag in &doc.tags {
-            d.add_text(f.text[4], tag);
+        for name in relevance::artist_names(doc) {
+            d.add_text(f.artist_name, name);
         }
         d.add_text(f.city_key, text::normalize(&doc.city));
         d.add_i64(f.starts_at, doc.starts_at.timestamp());
-        d.add_u64(f.seats_left, u64::from(doc.seats_left));
+        d.add_i64(f.order, order_key(doc));
         d.add_bool(f.sold_out, doc.sold_out);
         d.add_text(f.source, serde_json::to_string(doc).map_err(backend)?);
         Ok(d)
@@ -207,39 +302,16 @@ impl Version {
         top.first().map(|(_, at)| self.stored(&searcher, *at)).transpose()
     }
 
-    fn query(&self, q: &SearchQuery) -> Result<Box<dyn Query>, SearchError> {
-        let words = query_words(&q.text);
-        if words.is_empty() {
-            return Err(SearchError::InvalidQuery(format!(
-                "{:?} has no word to search for",
-                q.text
-            )));
-        }
+    fn query(&self, plan: &Plan, required: usize, q: &SearchQuery) -> Box<dyn Query> {
         let f = &self.fields;
-        let mut per_word: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(words.len());
-        for (i, word) in words.iter().enumerate() {
-            let last = i + 1 == words.len();
-            let edits = max_edits(word);
-            let mut alternatives: Vec<Box<dyn Query>> = Vec::new();
-            for (field, (_, boost)) in f.text.iter().zip(TEXT_FIELDS) {
-                let term = Term::from_field_text(*field, word);
-                alternatives.push(Box::new(BoostQuery::new(
-                    Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs)),
-                    2.0 * boost,
-                )));
-                if edits > 0 {
-                    let fuzzy = FuzzyTermQuery::new(term.clone(), edits, true);
-                    alternatives.push(Box::new(BoostQuery::new(Box::new(fuzzy), boost)));
-                }
-                if last {
-                    let prefix = FuzzyTermQuery::new_prefix(term, 0, true);
-                    alternatives.push(Box::new(BoostQuery::new(Box::new(prefix), boost)));
-                }
-            }
-            per_word.push((Occur::Should, Box::new(DisjunctionMaxQuery::new(alternatives))));
-        }
-        let matched = BooleanQuery::with_minimum_required_clauses(per_word, required_words(words.len()));
+        let words: Vec<(Occur, Box<dyn Query>)> = plan
+            .required
+            .iter()
+            .map(|c| (Occur::Should, clause_query(f, c)))
+            .collect();
+        let matched = BooleanQuery::with_minimum_required_clauses(words, required);
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(matched))];
+        clauses.extend(plan.optional.iter().map(|c| (Occur::Should, clause_query(f, c))));
         let mut filter = |query: Box<dyn Query>| {
             clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(query, 0.0))));
         };
@@ -258,15 +330,15 @@ impl Version {
             let term = Term::from_field_bool(f.sold_out, false);
             filter(Box::new(TermQuery::new(term, IndexRecordOption::Basic)));
         }
-        Ok(Box::new(BooleanQuery::new(clauses)))
+        Box::new(BooleanQuery::new(clauses))
     }
 
-    fn search(&self, q: &SearchQuery) -> Result<SearchResults, SearchError> {
-        let query = self.query(q)?;
+    fn search(&self, plan: &Plan, required: usize, q: &SearchQuery) -> Result<SearchResults, SearchError> {
+        let query = self.query(plan, required, q);
         let searcher = self.reader.searcher();
         let order = (
             (SortBySimilarityScore, Order::Desc),
-            (SortByStaticFastValue::<i64>::for_field("starts_at"), Order::Asc),
+            (SortByStaticFastValue::<i64>::for_field("order"), Order::Asc),
         );
         let top = TopDocs::with_limit(q.per_page.max(1))
             .and_offset(q.offset())
@@ -284,7 +356,25 @@ impl Version {
         Ok(SearchResults {
             total: total as u64,
             hits,
+            suggestions: Vec::new(),
         })
+    }
+
+    /// The distinct artist names and aliases indexed, at most
+    /// [`relevance::MAX_SUGGESTION_NAMES`].
+    fn artist_names(&self) -> Result<Vec<String>, SearchError> {
+        let searcher = self.reader.searcher();
+        let mut names = BTreeSet::new();
+        for segment in searcher.segment_readers() {
+            let index = segment.inverted_index(self.fields.artist_name).map_err(backend)?;
+            let mut terms = index.terms().stream().map_err(backend)?;
+            while terms.advance() && names.len() < relevance::MAX_SUGGESTION_NAMES {
+                if let Ok(name) = std::str::from_utf8(terms.key()) {
+                    names.insert(name.to_owned());
+                }
+            }
+        }
+        Ok(names.into_iter().collect())
     }
 }
 
@@ -296,14 +386,25 @@ impl TantivyIndex {
             dir: dir.to_owned(),
             opened: Mutex::new(HashMap::new()),
             live: RwLock::new(None),
+            relevance: Relevance::default(),
             alias_checked: Mutex::new(std::time::Instant::now()),
             changes: watch::Sender::new(0),
         };
-        if let Some(name) = this.alias_target()? {
-            let version = this.version(&name)?;
-            *this.live.write().unwrap_or_else(PoisonError::into_inner) = Some(version);
+        match this.alias_target()? {
+            Some(name) if crate::index::is_current(&name) => {
+                let version = this.version(&name)?;
+                *this.live.write().unwrap_or_else(PoisonError::into_inner) = Some(version);
+            }
+            Some(name) => info!(version = %name, "the search index has an older schema; a new version will be built"),
+            None => {}
         }
         Ok(this)
+    }
+
+    /// The same index searching by other relevance settings (e.g. Meilisearch's typo allowance).
+    pub fn with_relevance(mut self, relevance: Relevance) -> Self {
+        self.relevance = relevance;
+        self
     }
 
     fn alias_target(&self) -> Result<Option<String>, SearchError> {
@@ -391,8 +492,12 @@ impl SearchIndex for TantivyIndex {
         if let Some(live) = self.live() {
             return Ok(live.name.clone());
         }
+        let outdated = self.alias_target()?;
         let name = self.create_version().await?;
         self.swap_alias(&name).await?;
+        if let Some(old) = outdated.filter(|old| !crate::index::is_current(old) && !old.contains(['/', '\\', '.'])) {
+            std::fs::remove_dir_all(self.dir.join(&old)).map_err(backend)?;
+        }
         Ok(name)
     }
 
@@ -401,7 +506,7 @@ impl SearchIndex for TantivyIndex {
     }
 
     async fn create_version(&self) -> Result<String, SearchError> {
-        let name = crate::index::version_name("v1");
+        let name = crate::index::version_name(crate::SCHEMA);
         let v = Arc::new(Version::open(&self.dir, &name, true)?);
         self.opened
             .lock()
@@ -455,8 +560,17 @@ impl SearchIndex for TantivyIndex {
 
     async fn search(&self, query: &SearchQuery) -> Result<SearchResults, SearchError> {
         let target = self.target(None)?;
-        let query = query.clone();
-        blocking(move || target.search(&query)).await
+        let plan = Arc::new(Plan::new(&query.text, &self.relevance)?);
+        let query = Arc::new(query.clone());
+        let run = |required| {
+            let (target, plan, query) = (target.clone(), plan.clone(), query.clone());
+            blocking(move || target.search(&plan, required, &query))
+        };
+        let names = || {
+            let target = target.clone();
+            blocking(move || target.artist_names())
+        };
+        relevance::search_tiers(&plan, run, names).await
     }
 
     fn changes(&self) -> watch::Receiver<u64> {

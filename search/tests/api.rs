@@ -53,6 +53,24 @@ async fn typos_find_the_artist_with_highlights_and_cache_headers() {
 }
 
 #[tokio::test]
+async fn aliases_are_shown_and_zero_hits_suggest_artists() {
+    let (_dir, index) = index().await;
+    let app = router(index);
+    let (status, _, body) = get(&app, "/search?q=bangtan%20boys").await;
+    assert_eq!(status, StatusCode::OK);
+    let page: SearchResponse = serde_json::from_value(body).unwrap();
+    assert_eq!(page.hits[0].artist, "BTS");
+    assert_eq!(page.hits[0].aliases, ["Bangtan Boys", "Bangtan Sonyeondan"]);
+    assert!(page.suggestions.is_empty());
+
+    let (status, _, body) = get(&app, "/search?q=kolplay").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["total"], 0);
+    assert_eq!(body["hits"], serde_json::json!([]));
+    assert_eq!(body["suggestions"][0], "Coldplay");
+}
+
+#[tokio::test]
 async fn a_change_to_the_index_empties_the_cache() {
     let (_dir, index) = index().await;
     let app = router(index.clone());

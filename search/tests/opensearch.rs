@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use frontrow_search::conformance::Harness;
-use frontrow_search::{OpenSearchIndex, SearchIndex, search_conformance};
+use frontrow_search::{OpenSearchIndex, SearchIndex, TantivyIndex, search_conformance};
 
 struct OpenSearch {
     url: String,
@@ -30,3 +30,14 @@ fn harness() -> OpenSearch {
 }
 
 search_conformance!(#[ignore = "needs opensearch: run the README's test command"] => harness());
+
+/// The relevance rules are written once: tantivy and OpenSearch give the same top three, with
+/// the same scores, totals and suggestions, for every query of the fixture's classes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs opensearch: run the README's test command"]
+async fn tantivy_and_opensearch_give_the_same_top_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = TantivyIndex::open(dir.path()).unwrap();
+    let cluster = harness().open("agree").await;
+    frontrow_search::conformance::backends_agree(&embedded, &*cluster).await;
+}

@@ -41,6 +41,10 @@ pub struct CreateEvent {
     /// Words fans may search by, e.g. `["pop", "world tour"]` (at most 10, each 1 to 40 characters).
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Other names of the artist fans search by, e.g. `["방탄소년단", "Bangtan Boys"]` (at most
+    /// 10, each 1 to 200 characters).
+    #[serde(default)]
+    pub aliases: Vec<String>,
     pub starts_at: DateTime<Utc>,
     /// When fans may start reserving.
     pub onsale_at: DateTime<Utc>,
@@ -118,6 +122,7 @@ pub(super) async fn create_event(
         venue: body.venue,
         city: body.city,
         tags: body.tags,
+        aliases: body.aliases,
         starts_at: body.starts_at,
         onsale_at: body.onsale_at,
         hold_minutes: body.hold_minutes,

@@ -255,6 +255,7 @@ fn same_event(a: &EventScheduled, b: &EventScheduled) -> bool {
         && a.venue == b.venue
         && a.city == b.city
         && a.tags == b.tags
+        && a.aliases == b.aliases
         && a.starts_at == b.starts_at
         && a.onsale_at == b.onsale_at
 }
@@ -268,6 +269,12 @@ fn schedule(info: &EventScheduled) -> Result<Vec<Event>, Rejection> {
         return Err(Rejection::InvalidEvent(
             "tags: at most 10, each 1 to 40 characters".into(),
         ));
+    }
+    if info.aliases.len() > 10 {
+        return Err(Rejection::InvalidEvent("aliases: at most 10".into()));
+    }
+    for alias in &info.aliases {
+        check_text("each alias", alias)?;
     }
     if info.starts_at <= info.onsale_at {
         return Err(Rejection::InvalidEvent("starts_at must be after onsale_at".into()));

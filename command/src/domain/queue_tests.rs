@@ -43,6 +43,7 @@ fn info(rows: usize, per_row: u16) -> EventScheduled {
         venue: "Arena".into(),
         city: "Ghent".into(),
         tags: vec![],
+        aliases: vec![],
         starts_at: onsale() + Duration::days(30),
         onsale_at: onsale(),
         hold_minutes: HoldMinutes::new(10).unwrap(),

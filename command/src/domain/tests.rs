@@ -89,6 +89,7 @@ fn event_info() -> EventScheduled {
         venue: "Hall".into(),
         city: "Lyon".into(),
         tags: vec![],
+        aliases: vec![],
         starts_at: at(STARTS_AFTER),
         onsale_at: at(0),
         hold_minutes: HoldMinutes::new(HOLD_MINUTES as u8).unwrap(),

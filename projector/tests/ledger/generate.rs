@@ -83,6 +83,7 @@ impl Generator {
                 venue: "Hall".into(),
                 city: "Utrecht".into(),
                 tags: vec![],
+                aliases: vec![],
                 starts_at: onsale + Duration::days(3650),
                 onsale_at: onsale,
                 hold_minutes: HoldMinutes::new(5).unwrap(),

@@ -133,6 +133,7 @@ pub fn scheduled(event_id: EventId, title: &str, starts_at: DateTime<Utc>, seat_
         venue: "Arena".into(),
         city: "Lyon".into(),
         tags: vec![],
+        aliases: vec![],
         starts_at,
         onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
         hold_minutes: HoldMinutes::DEFAULT,

@@ -77,6 +77,7 @@ fn scheduled(event_id: EventId, artist: &str, city: &str, seats: u16) -> Event {
         venue: "Grand Hall".into(),
         city: city.into(),
         tags: vec![],
+        aliases: vec![format!("{artist} Ensemble 北极")],
         starts_at: Utc.with_ymd_and_hms(2027, 5, 1, 20, 0, 0).unwrap(),
         onsale_at: Utc.with_ymd_and_hms(2027, 2, 1, 10, 0, 0).unwrap(),
         hold_minutes: HoldMinutes::DEFAULT,
@@ -328,6 +329,10 @@ pub async fn rebuild_projects_the_journal_into_a_new_version(h: &dyn Harness) {
     let found = search(&*index, SearchQuery::text("polar blom")).await;
     assert_eq!(found.total, 12);
     assert_eq!(available_ids(&*index, "polar bloom").await.len(), 11);
+    // The organizer's aliases travel from the journal to the index and are searched.
+    let by_alias = search(&*index, SearchQuery::text("北极")).await;
+    assert_eq!(by_alias.total, 12);
+    assert_eq!(by_alias.hits[0].doc.aliases, ["Polar Bloom Ensemble 北极"]);
     let mut ends = Positions::new();
     for p in 0..3 {
         let end = scratch.journal.end_offset(p).await.unwrap();

@@ -122,6 +122,21 @@ pub const METRICS: &[(&str, Kind, &str)] = &[
         "consumer group rebalances seen by a command node, by kind (assign, revoke)",
     ),
     (
+        "frontrow_sse_streams_open",
+        Kind::Gauge,
+        "server-sent event streams (seat maps and queue statuses) this node holds open",
+    ),
+    (
+        "frontrow_queue_waiting",
+        Kind::Gauge,
+        "fans waiting in an event's waiting room, by event",
+    ),
+    (
+        "frontrow_queue_admitted",
+        Kind::Gauge,
+        "admissions an event's waiting room has handed out so far, by event",
+    ),
+    (
         "frontrow_search_requests_total",
         Kind::Counter,
         "search requests, by cache (hit, miss)",

@@ -12,7 +12,12 @@ if [ "${FRONTROW_KEEP_SERVICES:-0}" != 1 ]; then
   trap './deploy/local/down.sh || true' EXIT
 fi
 
-cargo test --workspace --locked -- --include-ignored
+# Formatting and lints first: cheap, and a red run says so before the long part.
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# Every test, the service-backed ones included; all binaries run even when one fails.
+cargo test --workspace --locked --no-fail-fast -- --include-ignored
 
 # The contract: schemathesis against a live `frontrow serve` (the debug binary cargo test built),
 # bounded in time; any failure fails the run.

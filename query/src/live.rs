@@ -124,8 +124,12 @@ impl LiveEvent {
 
     /// Records a waiting-room fact read at `at`, written at `time`.
     pub fn apply_queue(&mut self, event: &QueueEvent, at: Position, time: DateTime<Utc>) {
-        self.queue.get_or_insert_with(QueueLive::default).apply(event, time);
+        let queue = self.queue.get_or_insert_with(QueueLive::default);
+        queue.apply(event, time);
         self.queue_version = Some(at);
+        let event_id = self.info.event_id.to_string();
+        metrics::gauge!("frontrow_queue_waiting", "event" => event_id.clone()).set(queue.waiting as f64);
+        metrics::gauge!("frontrow_queue_admitted", "event" => event_id).set(queue.admitted as f64);
     }
 
     /// The waiting room and its version, if the event has one.

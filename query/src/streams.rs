@@ -63,6 +63,8 @@ impl StreamSlots {
     /// A slot for one more stream of `owner` (`None`: the node's cap alone), or the `429`.
     pub fn acquire(self: &Arc<Self>, owner: Option<StreamOwner>) -> Result<StreamSlot, Problem> {
         let open = self.open.fetch_add(1, Ordering::AcqRel);
+        // Counted as the node's own count is: a refused stream is given back at once.
+        metrics::gauge!("frontrow_sse_streams_open").increment(1.0);
         // From here the slot's Drop gives the node's count back, also on refusal.
         let mut slot = StreamSlot {
             slots: self.clone(),
@@ -124,6 +126,7 @@ pub struct StreamSlot {
 impl Drop for StreamSlot {
     fn drop(&mut self) {
         self.slots.open.fetch_sub(1, Ordering::AcqRel);
+        metrics::gauge!("frontrow_sse_streams_open").decrement(1.0);
         if let Some(owner) = self.owner.take() {
             let mut owners = self.slots.owners.lock().expect("stream owners lock");
             if let Some(held) = owners.get_mut(&owner) {

@@ -354,7 +354,7 @@ export class SeatMap {
     const px = Math.min(13, LABEL * 0.7 * this.scale);
     if (px < 7) return;
     const room = (s.w + 0.8) * this.scale;
-    const left = s.available === 0 ? 'sold out' : `${s.available} left`;
+    const left = s.available === 0 ? 'sold out' : `${s.available.toLocaleString()} left`;
     ctx.save();
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     ctx.font = `600 ${px}px system-ui, sans-serif`;

@@ -86,6 +86,52 @@ async fn until_served(mut send: impl FnMut() -> reqwest::RequestBuilder, deadlin
     }
 }
 
+/// Creates the test event through A (with an Idempotency-Key: the id is fixed, so A forwards if
+/// B owns it), then waits until the group has settled: through both nodes, a reserve of a seat
+/// that does not exist reaches a writer that knows the event (422 unknown seat; nothing is
+/// written), where a missing owner answers 503 and a stale one would say the event does not
+/// exist.
+async fn create_settled(
+    client: &reqwest::Client,
+    a: &Node,
+    b: &Node,
+    token: &impl Fn(&str) -> String,
+    key: &str,
+) -> EventId {
+    let res = until_served(
+        || {
+            client
+                .post(format!("{}/events", a.base))
+                .header("x-api-key", ORGANIZER_KEY)
+                .header("idempotency-key", key)
+                .json(&event_body())
+        },
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let event: EventId = res.json::<Value>().await.unwrap()["event_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
+        let res = until_served(
+            || {
+                client
+                    .post(format!("{base}/events/{event}/reservations"))
+                    .bearer_auth(token("probe"))
+                    .header("idempotency-key", format!("probe-{n}"))
+                    .json(&json!({"seats": ["A-9-9"]}))
+            },
+            Duration::from_secs(60),
+        )
+        .await;
+        assert_eq!(res.status(), 422, "{}", res.text().await.unwrap());
+    }
+    event
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
@@ -108,42 +154,7 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         )
     };
 
-    // Create through A with an Idempotency-Key: the id is fixed, so A forwards if B owns it.
-    let res = until_served(
-        || {
-            client
-                .post(format!("{}/events", a.base))
-                .header("x-api-key", ORGANIZER_KEY)
-                .header("idempotency-key", "cluster-event")
-                .json(&event_body())
-        },
-        Duration::from_secs(60),
-    )
-    .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let event: EventId = res.json::<Value>().await.unwrap()["event_id"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-
-    // Wait until the group has settled: through both nodes, a reserve of a seat that does not
-    // exist reaches a writer that knows the event (422 unknown seat; nothing is written), where a
-    // missing owner answers 503 and a stale one would say the event does not exist.
-    for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
-        let res = until_served(
-            || {
-                client
-                    .post(format!("{base}/events/{event}/reservations"))
-                    .bearer_auth(token("probe"))
-                    .header("idempotency-key", format!("probe-{n}"))
-                    .json(&json!({"seats": ["A-9-9"]}))
-            },
-            Duration::from_secs(60),
-        )
-        .await;
-        assert_eq!(res.status(), 422, "{}", res.text().await.unwrap());
-    }
+    let event = create_settled(&client, &a, &b, &token, "cluster-event").await;
 
     // 400 fans race through both nodes for 100 seats.
     let all: Vec<String> = (1..=4)
@@ -288,4 +299,69 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         status, 409,
         "a seat held before the failover is still held after it: {body}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
+    let topic = format!("frontrow.test.cluster.{}", uuid::Uuid::new_v4().simple());
+    let journal = format!("kafka://{}/{topic}", brokers());
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = node("command", &journal, dirs[0].path());
+    let b = node("command", &journal, dirs[1].path());
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap();
+    let auth = Auth::new(SecretString::from(TOKEN_SECRET), []);
+    let token = |c: &str| {
+        auth.mint(
+            &CustomerId::parse(c).unwrap(),
+            Utc::now(),
+            Utc::now() + chrono::Duration::hours(1),
+        )
+    };
+    let event = create_settled(&client, &a, &b, &token, "limit-event").await;
+
+    // 60 best-available orders of 4 (the event's limit) by one customer, half through each
+    // node, each with a fresh Idempotency-Key, all at once.
+    let tasks: Vec<_> = (0..60)
+        .map(|i: usize| {
+            let base = if i.is_multiple_of(2) { &a.base } else { &b.base };
+            let url = format!("{base}/events/{event}/reservations");
+            let (client, token) = (client.clone(), token("mallory"));
+            tokio::spawn(async move {
+                let res = until_served(
+                    || {
+                        client
+                            .post(&url)
+                            .bearer_auth(&token)
+                            .header("idempotency-key", format!("flood-{i}"))
+                            .json(&json!({"best_available": {"section": "A", "count": 4}}))
+                    },
+                    Duration::from_secs(60),
+                )
+                .await;
+                (res.status().as_u16(), res.json::<Value>().await.unwrap())
+            })
+        })
+        .collect();
+    let mut held = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            (201, body) => held += body["seats"].as_array().unwrap().len(),
+            (409, body) => assert_eq!(body["type"], "urn:frontrow:problem:customer-limit", "{body}"),
+            (status, body) => panic!("unexpected {status}: {body}"),
+        }
+    }
+    assert_eq!(held, 4, "one order's worth, whichever node answered");
+    // The log says the same.
+    let log = KafkaJournal::connect(KafkaSettings {
+        topic,
+        ..KafkaSettings::new(brokers(), 4)
+    })
+    .await
+    .unwrap();
+    let states = replay(&log).await;
+    assert_eq!(states[&event].live_seats_of(&CustomerId::parse("mallory").unwrap()), 4);
 }

@@ -774,6 +774,7 @@ mod tests {
             onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),
             max_seats_per_order: 2,
+            max_seats_per_customer: None,
             currency: Currency::parse("EUR").unwrap(),
             seat_map,
         }

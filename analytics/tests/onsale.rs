@@ -164,6 +164,7 @@ impl Sim {
             onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),
             max_seats_per_order: 6,
+            max_seats_per_customer: None,
             currency: Currency::parse("EUR").unwrap(),
             seat_map,
         };

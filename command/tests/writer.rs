@@ -87,6 +87,7 @@ fn event(clock: &dyn Clock) -> EventScheduled {
         onsale_at: clock.now() - Duration::minutes(1),
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 4,
+        max_seats_per_customer: None,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: map,
     }

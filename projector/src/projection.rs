@@ -146,6 +146,7 @@ fn refund_reason(r: RefundReason) -> &'static str {
         RefundReason::DuplicatePayment => "duplicate_payment",
         RefundReason::AmountMismatch => "amount_mismatch",
         RefundReason::BookingCancelled => "booking_cancelled",
+        RefundReason::CustomerLimit => "customer_limit",
     }
 }
 

@@ -239,6 +239,26 @@ impl TestApp {
     }
 }
 
+/// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
+/// its body.
+pub async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {
+    assert_eq!(res.status(), status, "status");
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["type"], format!("urn:frontrow:problem:{kind}"), "{body}");
+    assert_eq!(body["status"], status);
+    body
+}
+
+/// Every partition's end offset: equal before and after a request that must write nothing.
+pub async fn ends(journal: &dyn Journal) -> Vec<u64> {
+    let mut ends = Vec::new();
+    for p in 0..journal.partitions() {
+        ends.push(journal.end_offset(p).await.unwrap());
+    }
+    ends
+}
+
 pub async fn replay(journal: &dyn Journal) -> HashMap<EventId, EventState> {
     let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
     for p in 0..journal.partitions() {

@@ -87,6 +87,7 @@ impl Generator {
                 onsale_at: onsale,
                 hold_minutes: HoldMinutes::new(5).unwrap(),
                 max_seats_per_order: 4,
+                max_seats_per_customer: None,
                 currency: Currency::parse("EUR").unwrap(),
                 seat_map: map(rows.max(2) - u16::from(i % 3 == 0), seats),
             };

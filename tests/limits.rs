@@ -129,3 +129,116 @@ async fn a_per_customer_limit_out_of_range_is_refused_and_writes_nothing() {
     assert_eq!(ends(app.journal.as_ref()).await, before);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflowing_prices_and_positions_are_refused_and_change_nothing() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let before = ends(app.journal.as_ref()).await;
+    // Prices: above the bound, at i64::MAX, and beyond what an i64 holds.
+    for (price, kind) in [
+        (json!(100_000_001), "invalid-seat-map"),
+        (json!(i64::MAX), "invalid-seat-map"),
+        (json!(u64::MAX), "invalid-body"),
+        (json!(-1), "invalid-seat-map"),
+    ] {
+        let mut body = app.event_body(Duration::minutes(10));
+        body["seat_map"]["tiers"][0]["price"] = price.clone();
+        problem(app.create_event_with(ORGANIZER_KEY, &body).await, 422, kind).await;
+    }
+    assert_eq!(ends(app.journal.as_ref()).await, before);
+    // The same for a seat-map change of an event not yet on sale.
+    let res = app
+        .create_event_with(ORGANIZER_KEY, &app.event_body(Duration::hours(1)))
+        .await;
+    let later: Value = res.json().await.unwrap();
+    let later = later["event_id"].as_str().unwrap().to_owned();
+    let before_change = ends(app.journal.as_ref()).await;
+    let mut map = app.event_body(Duration::hours(1))["seat_map"].clone();
+    map["tiers"][1]["price"] = json!(i64::MAX);
+    let res = app
+        .client
+        .put(app.url(&format!("/events/{later}/seat-map")))
+        .header("x-api-key", ORGANIZER_KEY)
+        .json(&map)
+        .send()
+        .await
+        .unwrap();
+    problem(res, 422, "invalid-seat-map").await;
+    assert_eq!(ends(app.journal.as_ref()).await, before_change);
+
+    // Positions whose offset + 1 would overflow (u64::MAX), or that no journal can have.
+    let partition = frontrow_schema::partition::partition_of(&event, 4);
+    for offset in ["18446744073709551615", "9223372036854775808", "18446744073709551616"] {
+        let position = format!("{partition}:{offset}");
+        let res = app
+            .client
+            .get(app.url(&format!("/events/{event}/seats/stream")))
+            .header("last-event-id", &position)
+            .send()
+            .await
+            .unwrap();
+        problem(res, 400, "bad-last-event-id").await;
+        let res = app
+            .client
+            .get(app.url(&format!("/events/{event}/availability?after={position}&wait_ms=0")))
+            .send()
+            .await
+            .unwrap();
+        problem(res, 400, "bad-position").await;
+        let res = app
+            .client
+            .get(app.url(&format!("/events/{event}/availability?at={position}")))
+            .send()
+            .await
+            .unwrap();
+        problem(res, 400, "bad-instant").await;
+    }
+    // The highest offset a journal can have is a position like any other: not applied yet.
+    let res = app
+        .client
+        .get(app.url(&format!(
+            "/events/{event}/availability?after={partition}:9223372036854775807&wait_ms=0"
+        )))
+        .send()
+        .await
+        .unwrap();
+    problem(res, 503, "position-not-visible").await;
+    assert_eq!(ends(app.journal.as_ref()).await, before_change);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn text_limits_apply_to_what_is_stored() {
+    let app = TestApp::spawn().await;
+    let before = ends(app.journal.as_ref()).await;
+    let padded = format!("{}{}{}", " ".repeat(20_000), "t".repeat(200), " ".repeat(20_000));
+    for (field, value, kind) in [
+        ("title", json!(padded), "invalid-event"),
+        ("artist", json!(format!("{} ", "a".repeat(200))), "invalid-event"),
+        ("city", json!("   "), "invalid-event"),
+        ("tags", json!([format!(" {}", "x".repeat(40))]), "invalid-event"),
+    ] {
+        let mut body = app.event_body(Duration::minutes(10));
+        body[field] = value;
+        let res = app.create_event_with(ORGANIZER_KEY, &body).await;
+        let body = problem(res, 422, kind).await;
+        assert!(body["detail"].as_str().unwrap().contains(&format!(": {field}")), "{body}");
+    }
+    for name in [" ".repeat(3), format!("{} ", "S".repeat(100))] {
+        let mut body = app.event_body(Duration::minutes(10));
+        body["seat_map"]["sections"][0]["name"] = json!(name);
+        problem(
+            app.create_event_with(ORGANIZER_KEY, &body).await,
+            422,
+            "invalid-seat-map",
+        )
+        .await;
+    }
+    assert_eq!(ends(app.journal.as_ref()).await, before, "nothing was written");
+    // At the limit, as sent, an event is created and keeps its text exactly.
+    let mut body = app.event_body(Duration::minutes(10));
+    body["title"] = json!("t".repeat(200));
+    assert_eq!(app.create_event_with(ORGANIZER_KEY, &body).await.status(), 201);
+    app.stop().await;
+}

@@ -233,6 +233,7 @@ fn rejection(r: Rejection) -> Problem {
         Rejection::CustomerLimit { limit, have, .. } => Problem::conflict("customer-limit", detail)
             .with("max_seats_per_customer", limit)
             .with("seats_held_or_booked", have),
+        Rejection::AmountTooLarge => Problem::unprocessable("amount-too-large", detail),
         Rejection::DuplicateSeat(seat) => Problem::unprocessable("duplicate-seat", detail).with("seats", [seat]),
         Rejection::UnknownSeats(seats) => Problem::unprocessable("unknown-seats", detail).with("seats", seats),
         Rejection::UnknownSection(_) => Problem::unprocessable("unknown-section", detail),

@@ -14,6 +14,11 @@ use super::state::{EventState, ReservationStatus, SeatState};
 
 /// Longest free text (title, artist, venue, city).
 pub const MAX_TEXT: usize = 200;
+/// Most tags of an event, and the longest tag.
+const MAX_TAGS: usize = 10;
+const MAX_TAG: usize = 40;
+/// The longest payment provider message kept in the log; a longer one is cut.
+pub const MAX_PROVIDER_MESSAGE: usize = 500;
 /// The highest per-order seat limit an organizer may set.
 pub const MAX_SEATS_PER_ORDER: u8 = 20;
 /// The highest per-customer seat limit an organizer may set.
@@ -129,6 +134,8 @@ pub enum Rejection {
     BadSeatCount { asked: usize, max: u8 },
     #[error("at most {limit} seats per customer at this event: you hold or own {have}, and asked for {asked} more")]
     CustomerLimit { limit: u16, have: usize, asked: usize },
+    #[error("the seats' prices add up to more than an amount can hold")]
+    AmountTooLarge,
     #[error("a seat is listed twice: {0}")]
     DuplicateSeat(SeatId),
     #[error("these seats do not exist at this event: {}", join(.0))]
@@ -173,11 +180,11 @@ fn join(seats: &[SeatId]) -> String {
     seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
+/// Free text is checked as it will be stored: leading and trailing spaces count.
 fn check_text(field: &str, value: &str) -> Result<(), Rejection> {
-    let len = value.trim().chars().count();
-    if len == 0 || len > MAX_TEXT {
+    if !text_fits(value, MAX_TEXT) {
         return Err(Rejection::InvalidEvent(format!(
-            "{field} must be 1 to {MAX_TEXT} characters"
+            "{field} must be 1 to {MAX_TEXT} characters, not blank"
         )));
     }
     Ok(())
@@ -269,7 +276,7 @@ fn schedule(info: &EventScheduled) -> Result<Vec<Event>, Rejection> {
     check_text("artist", &info.artist)?;
     check_text("venue", &info.venue)?;
     check_text("city", &info.city)?;
-    if info.tags.len() > 10 || info.tags.iter().any(|t| t.trim().is_empty() || t.chars().count() > 40) {
+    if info.tags.len() > MAX_TAGS || info.tags.iter().any(|t| !text_fits(t, MAX_TAG)) {
         return Err(Rejection::InvalidEvent(
             "tags: at most 10, each 1 to 40 characters".into(),
         ));
@@ -371,7 +378,9 @@ fn reserve(
         SeatSelection::Explicit(ids) => explicit_seats(state, ids)?,
         SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
     };
-    let amount = seats.iter().map(|&i| state.layout.price_of(i)).sum();
+    // Prices are bounded since they are validated; an event recorded before that may still
+    // carry prices whose sum does not fit.
+    let amount = checked_sum(seats.iter().map(|&i| state.layout.price_of(i))).ok_or(Rejection::AmountTooLarge)?;
     Ok(vec![Event::SeatsReserved(SeatsReserved {
         reservation_id,
         customer: customer.clone(),
@@ -798,7 +807,8 @@ fn payment_failed(
         reservation_id,
         provider_event_id: provider_event_id.to_owned(),
         payment_intent: payment_intent.to_owned(),
-        message: message.clone(),
+        // The provider's words are informational: what is kept is bounded.
+        message: message.as_ref().map(|m| m.chars().take(MAX_PROVIDER_MESSAGE).collect()),
     })];
     if r.status == ReservationStatus::Held {
         events.push(Event::SeatsReleased(SeatsReleased {

@@ -341,7 +341,7 @@ fn a_valid_event_is_scheduled() {
 
 #[test]
 fn a_blank_title_is_refused() {
-    // Whitespace only counts as empty: the title is trimmed before its length is checked.
+    // Whitespace only counts as empty.
     let info = EventScheduled {
         title: "   ".into(),
         ..event_info()
@@ -349,7 +349,7 @@ fn a_blank_title_is_refused() {
     Given::new([])
         .when(Command::Schedule(Box::new(info)), at(-60))
         .then_rejected(Rejection::InvalidEvent(format!(
-            "title must be 1 to {MAX_TEXT} characters"
+            "title must be 1 to {MAX_TEXT} characters, not blank"
         )));
 }
 
@@ -362,8 +362,64 @@ fn overlong_text_is_refused() {
     Given::new([])
         .when(Command::Schedule(Box::new(info)), at(-60))
         .then_rejected(Rejection::InvalidEvent(format!(
-            "city must be 1 to {MAX_TEXT} characters"
+            "city must be 1 to {MAX_TEXT} characters, not blank"
         )));
+}
+
+#[test]
+fn the_text_limit_counts_what_is_stored_padding_included() {
+    // 200 characters of title in 10,000 spaces: stored as sent, so too long.
+    let padded = format!("{}{}{}", " ".repeat(5000), "t".repeat(MAX_TEXT), " ".repeat(5000));
+    for (field, info) in [
+        (
+            "title",
+            EventScheduled {
+                title: padded.clone(),
+                ..event_info()
+            },
+        ),
+        (
+            "venue",
+            EventScheduled {
+                venue: format!("{} ", "v".repeat(MAX_TEXT)),
+                ..event_info()
+            },
+        ),
+    ] {
+        Given::new([])
+            .when(Command::Schedule(Box::new(info)), at(-60))
+            .then_rejected(Rejection::InvalidEvent(format!(
+                "{field} must be 1 to {MAX_TEXT} characters, not blank"
+            )));
+    }
+    // Exactly the limit, as stored, is fine.
+    let info = EventScheduled {
+        artist: "a".repeat(MAX_TEXT),
+        ..event_info()
+    };
+    Given::new([])
+        .when(Command::Schedule(Box::new(info.clone())), at(-60))
+        .then_events([Event::EventScheduled(info)]);
+}
+
+#[test]
+fn a_providers_long_failure_message_is_kept_cut_to_its_limit() {
+    let long = "declined ".repeat(1000);
+    let command = Command::PaymentFailed {
+        reservation_id: rid(1),
+        provider_event_id: "evt_1".into(),
+        payment_intent: "pi_evt_1".into(),
+        message: Some(long.clone()),
+    };
+    Given::new(ann_holds()).when(command, at(1)).then_events([
+        Event::PaymentFailed(PaymentFailed {
+            reservation_id: rid(1),
+            provider_event_id: "evt_1".into(),
+            payment_intent: "pi_evt_1".into(),
+            message: Some(long.chars().take(MAX_PROVIDER_MESSAGE).collect()),
+        }),
+        released(1, &["A-1-1", "A-1-2"], ReleaseReason::PaymentFailed),
+    ]);
 }
 
 #[test]
@@ -1684,4 +1740,14 @@ proptest! {
             run.step(step);
         }
     }
+}
+
+#[test]
+fn an_old_event_whose_prices_do_not_add_up_in_an_amount_refuses_the_order() {
+    // Recorded before prices were bounded: the log keeps what it has, the sum is checked.
+    let mut info = event_info();
+    info.seat_map.tiers[0].price = i64::MAX;
+    Given::new([Event::EventScheduled(info)])
+        .when(reserve("ann", 1, &["A-1-1", "A-1-2"], "k1"), at(1))
+        .then_rejected(Rejection::AmountTooLarge);
 }

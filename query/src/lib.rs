@@ -9,12 +9,13 @@
 //!
 //! [`live`] is the pure per-event state, [`catalog`] the followers and the shared state,
 //! [`views`] the JSON shapes, [`api`] the HTTP handlers, [`travel`] the map at an earlier
-//! instant (`?at=`), replayed from the log.
+//! instant (`?at=`), replayed from the log, [`replays`] the few places such replays run in.
 
 pub mod api;
 pub mod catalog;
 pub mod live;
 pub mod queue;
+pub mod replays;
 pub mod sse;
 pub mod travel;
 pub mod views;

@@ -69,6 +69,48 @@ fn event_body() -> Value {
     })
 }
 
+/// One test's cluster: a topic of its own, the nodes' data directories, an HTTP client and
+/// customer tokens.
+struct Cluster {
+    topic: String,
+    journal: String,
+    dirs: Vec<tempfile::TempDir>,
+    client: reqwest::Client,
+    auth: Auth,
+}
+
+impl Cluster {
+    fn new() -> Self {
+        let topic = format!("frontrow.test.cluster.{}", uuid::Uuid::new_v4().simple());
+        Self {
+            journal: format!("kafka://{}/{topic}", brokers()),
+            topic,
+            dirs: Vec::new(),
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(15))
+                .build()
+                .unwrap(),
+            auth: Auth::new(SecretString::from(TOKEN_SECRET), []),
+        }
+    }
+
+    /// Starts a node of `role` on the cluster's topic.
+    fn node(&mut self, role: &str) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node(role, &self.journal, dir.path());
+        self.dirs.push(dir);
+        node
+    }
+
+    fn token(&self, customer: &str) -> String {
+        self.auth.mint(
+            &CustomerId::parse(customer).unwrap(),
+            Utc::now(),
+            Utc::now() + chrono::Duration::hours(1),
+        )
+    }
+}
+
 /// Retries a request while the answer is a 503 (no owner yet, or a failover in progress).
 async fn until_served(mut send: impl FnMut() -> reqwest::RequestBuilder, deadline: Duration) -> reqwest::Response {
     let start = std::time::Instant::now();
@@ -135,24 +177,10 @@ async fn create_settled(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
-    let topic = format!("frontrow.test.cluster.{}", uuid::Uuid::new_v4().simple());
-    let journal = format!("kafka://{}/{topic}", brokers());
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let a = node("command", &journal, dirs[0].path());
-    let b = node("command", &journal, dirs[1].path());
-    let q = node("query", &journal, dirs[2].path());
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .unwrap();
-    let auth = Auth::new(SecretString::from(TOKEN_SECRET), []);
-    let token = |c: &str| {
-        auth.mint(
-            &CustomerId::parse(c).unwrap(),
-            Utc::now(),
-            Utc::now() + chrono::Duration::hours(1),
-        )
-    };
+    let mut cluster = Cluster::new();
+    let (a, b, q) = (cluster.node("command"), cluster.node("command"), cluster.node("query"));
+    let (client, topic) = (cluster.client.clone(), cluster.topic.clone());
+    let token = |c: &str| cluster.token(c);
 
     let event = create_settled(&client, &a, &b, &token, "cluster-event").await;
 
@@ -304,23 +332,10 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
-    let topic = format!("frontrow.test.cluster.{}", uuid::Uuid::new_v4().simple());
-    let journal = format!("kafka://{}/{topic}", brokers());
-    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
-    let a = node("command", &journal, dirs[0].path());
-    let b = node("command", &journal, dirs[1].path());
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .unwrap();
-    let auth = Auth::new(SecretString::from(TOKEN_SECRET), []);
-    let token = |c: &str| {
-        auth.mint(
-            &CustomerId::parse(c).unwrap(),
-            Utc::now(),
-            Utc::now() + chrono::Duration::hours(1),
-        )
-    };
+    let mut cluster = Cluster::new();
+    let (a, b) = (cluster.node("command"), cluster.node("command"));
+    let (client, topic) = (cluster.client.clone(), cluster.topic.clone());
+    let token = |c: &str| cluster.token(c);
     let event = create_settled(&client, &a, &b, &token, "limit-event").await;
 
     // 60 best-available orders of 4 (the event's limit) by one customer, half through each

@@ -98,11 +98,8 @@ async fn one_customer_cannot_hold_more_than_the_events_limit() {
     let (held, refused) = one_customer_floods(&app, event, 100).await;
     assert_eq!((held, refused.len()), (12, 98));
     let details: Value = app
-        .client
-        .get(app.url(&format!("/events/{event}?after={position}")))
-        .send()
+        .get(&format!("/events/{event}?after={position}"))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -180,29 +177,18 @@ async fn overflowing_prices_and_positions_are_refused_and_change_nothing() {
             .unwrap();
         problem(res, 400, "bad-last-event-id").await;
         let res = app
-            .client
-            .get(app.url(&format!("/events/{event}/availability?after={position}&wait_ms=0")))
-            .send()
-            .await
-            .unwrap();
+            .get(&format!("/events/{event}/availability?after={position}&wait_ms=0"))
+            .await;
         problem(res, 400, "bad-position").await;
-        let res = app
-            .client
-            .get(app.url(&format!("/events/{event}/availability?at={position}")))
-            .send()
-            .await
-            .unwrap();
+        let res = app.get(&format!("/events/{event}/availability?at={position}")).await;
         problem(res, 400, "bad-instant").await;
     }
     // The highest offset a journal can have is a position like any other: not applied yet.
     let res = app
-        .client
-        .get(app.url(&format!(
+        .get(&format!(
             "/events/{event}/availability?after={partition}:9223372036854775807&wait_ms=0"
-        )))
-        .send()
-        .await
-        .unwrap();
+        ))
+        .await;
     problem(res, 503, "position-not-visible").await;
     assert_eq!(ends(app.journal.as_ref()).await, before_change);
     app.stop().await;
@@ -223,7 +209,10 @@ async fn text_limits_apply_to_what_is_stored() {
         body[field] = value;
         let res = app.create_event_with(ORGANIZER_KEY, &body).await;
         let body = problem(res, 422, kind).await;
-        assert!(body["detail"].as_str().unwrap().contains(&format!(": {field}")), "{body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains(&format!(": {field}")),
+            "{body}"
+        );
     }
     for name in [" ".repeat(3), format!("{} ", "S".repeat(100))] {
         let mut body = app.event_body(Duration::minutes(10));

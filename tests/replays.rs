@@ -57,12 +57,7 @@ async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
     // Anonymous callers hold every public place.
     let busy: Vec<_> = std::iter::from_fn(|| replay_permit(Replayer::Public)).collect();
     assert_eq!(busy.len(), MAX_PUBLIC_REPLAYS);
-    let res = app
-        .client
-        .get(app.url(&format!("/events/{event}/availability?at={position}")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.get(&format!("/events/{event}/availability?at={position}")).await;
     let retry_after = res.headers().get("retry-after").cloned();
     problem(res, 503, "overloaded").await;
     assert!(retry_after.is_some());
@@ -81,12 +76,7 @@ async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
     assert_eq!(history["state"], "held", "{history}");
 
     drop(busy);
-    let res = app
-        .client
-        .get(app.url(&format!("/events/{event}/availability?at={position}")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.get(&format!("/events/{event}/availability?at={position}")).await;
     assert_eq!(res.status(), 200);
     app.stop().await;
 }

@@ -183,6 +183,11 @@ impl TestApp {
             .unwrap()
     }
 
+    /// An anonymous `GET`.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
     pub async fn get_as(&self, customer: &str, path: &str) -> reqwest::Response {
         self.client
             .get(self.url(path))

@@ -23,8 +23,10 @@ use frontrow_command::payments::Simulator;
 use frontrow_command::writer::{CommandError, Meta, Request, WriterConfig, Writers};
 use frontrow_http::Problem;
 use frontrow_http::auth::Auth;
-use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, SqliteJournal};
+use frontrow_http::limits::{ClientAddresses, RateLimits, client_address, rate_limit};
+use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, Metered, SqliteJournal};
 use frontrow_projector::{Ledger, ProjectorHandle};
+use frontrow_query::streams::StreamSlots;
 use frontrow_query::{Catalog, QueryApi};
 use frontrow_schema::OrganizerId;
 use frontrow_search::{OpenSearchIndex, SearchIndex, TantivyIndex};
@@ -33,6 +35,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tower_http::compression::Predicate as _;
 use tracing::{info, warn};
 use utoipa::OpenApi;
 
@@ -65,15 +68,33 @@ fn generated_secrets(data_dir: &Path) -> anyhow::Result<GeneratedSecrets> {
         webhook_secret: random_secret("whsec_"),
         demo_organizer_key: random_secret("org_demo_"),
     };
-    let tmp = data_dir.join("secrets.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&secrets)?)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    }
-    std::fs::rename(&tmp, &path)?;
+    write_private(&path, &serde_json::to_vec_pretty(&secrets)?)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(secrets)
+}
+
+/// Writes `bytes` to `path` durably and readable by this user alone: a temporary file created
+/// with mode 0600 (never wider, not even for an instant), fsynced, renamed into place, and the
+/// directory fsynced so the rename survives a crash.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    // Left behind by a start that crashed before its rename.
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)?;
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// The secrets in force: configured ones, else the generated ones.
@@ -85,6 +106,7 @@ pub struct Secrets {
 
 impl Secrets {
     pub fn resolve(settings: &Settings) -> anyhow::Result<Self> {
+        crate::guard::check_secrets(settings)?;
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("creating data directory {}", settings.data_dir.display()))?;
         let generated = generated_secrets(&settings.data_dir)?;
@@ -110,8 +132,14 @@ impl Secrets {
 }
 
 /// Opens the configured journal: `sqlite` (the embedded file in the data directory) or
-/// `kafka://HOST:PORT[,HOST:PORT...][/TOPIC]` (topic `frontrow.events` by default).
+/// `kafka://HOST:PORT[,HOST:PORT...][/TOPIC]` (topic `frontrow.events` by default), reporting
+/// its appends to the metrics.
 pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
+    let journal = open_journal_backend(settings).await?;
+    Ok(Arc::new(Metered::new(journal)))
+}
+
+async fn open_journal_backend(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
     if settings.journal == "sqlite" {
         let path = settings.data_dir.join("journal.db");
         let journal = SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?;
@@ -205,6 +233,9 @@ impl App {
         role: Role,
         node_url: String,
     ) -> anyhow::Result<Self> {
+        crate::guard::check_exposure(&settings, role)?;
+        // Installed before anything records, so nothing from the start is lost.
+        crate::metrics::handle();
         let secrets = Secrets::resolve(&settings)?;
         let journal = open_journal(&settings).await?;
         let config = WriterConfig {
@@ -366,10 +397,15 @@ impl App {
                 forwarder,
                 auth: self.auth.clone(),
             };
-            router = router.merge(frontrow_command::api::router(command));
+            // Writes and joins: per-address and per-customer rates, before any writer is asked.
+            let rates = Arc::new(RateLimits::new(&self.settings.limits));
+            router = router.merge(
+                frontrow_command::api::router(command).layer(axum::middleware::from_fn_with_state(rates, rate_limit)),
+            );
         }
         if let Some(catalog) = &self.catalog {
-            router = router.merge(frontrow_query::router(catalog.clone()));
+            let streams = StreamSlots::new(&self.settings.limits);
+            router = router.merge(frontrow_query::router_with_streams(catalog.clone(), streams));
             // A seat's history is read from the log, so the role with a journal reader serves it.
             router = router.merge(frontrow_analytics::api::router(catalog.journal().clone()));
         }
@@ -385,17 +421,32 @@ impl App {
                     .route("/health", get(health))
                     .route("/ready", get(ready))
                     .route("/openapi.json", get(openapi))
-                    .with_state(self.catalog.clone()),
+                    .with_state(Readiness {
+                        catalog: self.catalog.clone(),
+                        writers: self.writers.clone(),
+                    }),
             )
+            .route("/metrics", get(crate::metrics::scrape))
             .fallback(frontrow_http::fallback)
             .method_not_allowed_fallback(frontrow_http::method_not_allowed)
             .layer(Extension(self.auth.clone()))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(ClientAddresses::new(&self.settings.limits.trusted_proxies)),
+                client_address,
+            ))
             .layer(DefaultBodyLimit::max(self.settings.max_body_bytes))
-            // 5xx answers are logged where they arise (Problem); the trace layer stays quiet.
+            // JSON answers of 1 KiB and more compressed as the client accepts (a reserve's few
+            // hundred bytes are not worth the CPU); server-sent events and answers that already
+            // carry a `Content-Encoding` (the precompressed map) pass through.
             .layer(
-                tower_http::trace::TraceLayer::new_for_http()
-                    .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+                tower_http::compression::CompressionLayer::new().compress_when(
+                    tower_http::compression::DefaultPredicate::new()
+                        .and(tower_http::compression::predicate::SizeAbove::new(1024)),
+                ),
             )
+            // One span and log line per request, its id, and the HTTP metrics; 5xx answers are
+            // also logged with their cause where they arise (Problem).
+            .layer(axum::middleware::from_fn(frontrow_http::observe::observe))
     }
 
     /// The webhook secret in force (for tests and the CLI).
@@ -429,7 +480,9 @@ impl App {
                 catalog.close_streams();
             }
         };
-        let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+        // The peer's address is what the rate limits and stream caps key on.
+        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
         if let Some(membership) = membership {
             membership.leave().await;
         }
@@ -467,13 +520,20 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     doc.merge(frontrow_analytics::api::SeatHistoryApi::openapi());
     doc.merge(OpsApi::openapi());
     doc.info.title = "FrontRow".into();
-    doc.info.description = Some("Ticket booking for onsales everyone wants at once.".into());
+    doc.info.description = Some(
+        "Ticket booking for onsales everyone wants at once.\n\n\
+         Every refusal is an RFC 9457 problem (`application/problem+json`) whose `type` \
+         (`urn:frontrow:problem:...`) says what went wrong; a `429` or `503` carries `Retry-After`. \
+         A read with `?after=PARTITION:OFFSET` that names a position this node has not applied yet \
+         answers `503 position-not-visible` with `Retry-After` once `wait_ms` has passed."
+            .into(),
+    );
     doc.info.version = env!("CARGO_PKG_VERSION").into();
     doc
 }
 
 #[derive(OpenApi)]
-#[openapi(paths(health, ready, openapi))]
+#[openapi(paths(health, ready, openapi, crate::metrics::scrape))]
 struct OpsApi;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -482,37 +542,145 @@ struct Health {
 }
 
 /// Alive: the process answers.
-#[utoipa::path(get, path = "/health", tag = "operations", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/health", tag = "operations", responses((status = 200, description = "alive", body = Health)))]
 async fn health() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// Ready: the writers are restored and the query node has caught up with the journal.
-#[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, body = Health), (status = 503, body = Problem)))]
-async fn ready(State(catalog): State<Option<Arc<Catalog>>>) -> Result<Json<Health>, Problem> {
-    if catalog.is_none_or(|c| c.is_caught_up()) {
-        Ok(Json(Health { status: "ready" }))
-    } else {
-        Err(Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "catching-up",
-            "the query node is still reading the journal",
-        )
-        .retry_after(1))
+/// What `/ready` looks at: the writers this node runs and its query side.
+#[derive(Clone)]
+struct Readiness {
+    catalog: Option<Arc<Catalog>>,
+    writers: Option<Writers>,
+}
+
+frontrow_http::problems! {
+    /// What `/ready` answers while the node is not ready.
+    NotReady = [&[Cause::new(503, "`not-serving`: a command node has no partition assigned yet, or is still restoring one; `catching-up`: the query node is still reading the journal; retry after `Retry-After` seconds")]];
+}
+
+/// Ready: every partition assigned to this node is restored and served by its writer (a
+/// command node with none assigned yet is not ready), and the query side has caught up with
+/// the journal. A load balancer's health check should use this, not `/health`.
+#[utoipa::path(get, path = "/ready", tag = "operations", responses((status = 200, description = "ready", body = Health), NotReady))]
+async fn ready(State(node): State<Readiness>) -> Result<Json<Health>, Problem> {
+    let not_ready =
+        |kind: &'static str, detail: String| Problem::new(StatusCode::SERVICE_UNAVAILABLE, kind, detail).retry_after(1);
+    if let Some(writers) = &node.writers {
+        writers.readiness().map_err(|why| not_ready("not-serving", why))?;
     }
+    if node.catalog.is_some_and(|c| !c.is_caught_up()) {
+        return Err(not_ready(
+            "catching-up",
+            "the query node is still reading the journal".into(),
+        ));
+    }
+    Ok(Json(Health { status: "ready" }))
 }
 
 /// This API as OpenAPI 3.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI document")))]
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "the OpenAPI 3.1 document", body = Object)))]
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(openapi_document())
 }
 
-/// Shows the configured organizer key for the demo organizer (printed at startup).
+/// The demo organizer's key, printed at startup: only in demo mode, and only when no
+/// organizers are configured (the key is then generated).
 pub fn demo_organizer_key(settings: &Settings) -> anyhow::Result<Option<String>> {
+    if !settings.demo || !settings.organizers.is_empty() {
+        return Ok(None);
+    }
     let secrets = Secrets::resolve(settings)?;
     Ok(secrets
         .organizers
         .get(sample::DEMO_ORGANIZER)
         .map(|k| k.expose_secret().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::openapi_document;
+
+    /// Every operation of the document, as (`METHOD path`, operation).
+    fn operations(doc: &Value) -> Vec<(String, &Value)> {
+        let paths = doc["paths"].as_object().expect("paths");
+        paths
+            .iter()
+            .flat_map(|(path, ops)| {
+                let ops = ops.as_object().expect("path item");
+                ops.iter()
+                    .map(move |(method, op)| (format!("{} {path}", method.to_uppercase()), op))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_refusal_is_documented_as_a_problem_with_retry_after_where_due() {
+        let doc = serde_json::to_value(openapi_document()).unwrap();
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+        let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
+        for (label, op) in operations(&doc) {
+            let responses = op["responses"].as_object().unwrap();
+            for (status, response) in responses {
+                let code: u16 = status.parse().unwrap();
+                if code >= 400 {
+                    let content = response["content"].as_object().unwrap();
+                    assert_eq!(
+                        content.keys().collect::<Vec<_>>(),
+                        ["application/problem+json"],
+                        "{label} {status}"
+                    );
+                    assert_eq!(
+                        content["application/problem+json"]["schema"]["$ref"],
+                        "#/components/schemas/Problem"
+                    );
+                    let retry = response["headers"].get("Retry-After").is_some();
+                    assert_eq!(retry, code == 429 || code == 503, "{label} {status}: Retry-After");
+                }
+            }
+            let has = |code: &str| responses.contains_key(code);
+            if op["requestBody"]["content"].get("application/json").is_some() {
+                for code in ["400", "413", "422"] {
+                    assert!(has(code), "{label} takes JSON but does not document {code}");
+                }
+            }
+            for requirement in op["security"].as_array().into_iter().flatten() {
+                for name in requirement.as_object().unwrap().keys() {
+                    assert!(schemes.contains_key(name), "{label}: unknown security scheme {name}");
+                }
+                assert!(has("401"), "{label} needs credentials but does not document 401");
+            }
+            let in_path = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["in"] == "path");
+            if in_path {
+                assert!(has("404"), "{label} has path ids but does not document 404");
+            }
+        }
+    }
+
+    #[test]
+    fn event_streams_document_their_events() {
+        let doc = serde_json::to_value(openapi_document()).unwrap();
+        for path in ["/events/{event_id}/seats/stream", "/events/{event_id}/queue/me/stream"] {
+            let ok = &doc["paths"][path]["get"]["responses"]["200"]["content"];
+            let schema = &ok["text/event-stream"]["schema"];
+            let events: Vec<&Value> = match schema["oneOf"].as_array() {
+                Some(all) => all.iter().collect(),
+                None => vec![schema],
+            };
+            for event in events {
+                assert_eq!(
+                    event["properties"]["data"]["contentMediaType"], "application/json",
+                    "{path}"
+                );
+                assert!(event["properties"]["event"]["enum"].is_array(), "{path}");
+            }
+        }
+    }
 }

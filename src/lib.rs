@@ -1,15 +1,25 @@
 //! FrontRow: ticket booking for the onsales everyone wants at once.
 //!
 //! This crate is the `frontrow` binary's library: configuration ([`settings`]), assembling and
-//! running one process ([`app`]), the sample event ([`sample`]) and the `analytics` command
+//! running one process ([`app`]), the startup checks ([`guard`]), its Prometheus metrics
+//! ([`metrics`]), the sample event ([`sample`]) and the `analytics` command
 //! ([`analytics_cli`]). The sides themselves live in
 //! their own crates: `frontrow-schema` (the contract), `frontrow-journal` (the log),
 //! `frontrow-command` (write side), `frontrow-query` (read side), `frontrow-http` (HTTP edge).
 
 pub mod analytics_cli;
 pub mod app;
+pub mod guard;
+pub mod metrics;
 pub mod sample;
 pub mod settings;
 
 pub use app::App;
+
+/// The git commit this binary was built from (`unknown` outside a checkout; uncommitted changes
+/// are not detected).
+pub const BUILD_COMMIT: &str = env!("FRONTROW_GIT_COMMIT");
+
+/// `frontrow --version`: the package version and the commit.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("FRONTROW_GIT_COMMIT"), ")");
 pub use settings::Settings;

@@ -16,7 +16,7 @@ use tracing_subscriber::EnvFilter;
 #[derive(Parser)]
 #[command(
     name = "frontrow",
-    version,
+    version = frontrow::VERSION,
     about = "Ticket booking for onsales everyone wants at once"
 )]
 struct Cli {
@@ -140,6 +140,9 @@ async fn run(
     if let Some(journal) = journal {
         settings.journal = journal;
     }
+    // Refuse a bad configuration before anything listens.
+    frontrow::guard::check_exposure(&settings, role)?;
+    frontrow::guard::check_secrets(&settings)?;
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("binding {}", settings.listen))?;
@@ -165,12 +168,22 @@ async fn run(
     Ok(())
 }
 
+/// Logs to stderr, filtered by `FRONTROW_LOG` (default `info`: one line per request); one JSON
+/// object per line with `FRONTROW_LOG_FORMAT=json`, for a log shipper.
+fn init_logs() {
+    let filter = EnvFilter::try_from_env("FRONTROW_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match std::env::var("FRONTROW_LOG_FORMAT").as_deref() {
+        Ok("json") => logs.json().with_current_span(true).init(),
+        _ => logs.init(),
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_env("FRONTROW_LOG").unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .init();
+    init_logs();
     let cli = Cli::parse();
     match &cli.command {
         Cmd::Serve { listen, journal } => run(&cli, Role::All, *listen, journal.clone()).await?,

@@ -64,6 +64,9 @@ pub struct Settings {
     pub ledger_schema: String,
     /// Most events the ledger projector applies in one transaction.
     pub projector_batch: usize,
+    /// Abuse limits: request rates per customer and per client address, the trusted proxies,
+    /// and the caps on server-sent event streams (`[limits]`, `FRONTROW_LIMITS__*`).
+    pub limits: frontrow_http::limits::Limits,
 }
 
 fn hide<S: serde::Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
@@ -106,6 +109,7 @@ impl Default for Settings {
             database_url: None,
             ledger_schema: "ledger".into(),
             projector_batch: 1000,
+            limits: frontrow_http::limits::Limits::default(),
         }
     }
 }
@@ -133,6 +137,7 @@ const KEYS: &[&str] = &[
     "database_url",
     "ledger_schema",
     "projector_batch",
+    "limits",
 ];
 
 impl Settings {
@@ -193,6 +198,29 @@ mod tests {
             jail.set_env("FRONTROW_PARTITIONS", "3");
             let s = Settings::load(None).map_err(|e| e.to_string())?;
             assert_eq!(s.partitions, 3);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn limits_come_from_a_table_or_nested_variables() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("limits.toml", "[limits]\ncustomer_per_second = 2\n")?;
+            jail.set_env("FRONTROW_LIMITS__SSE_PER_NODE", "7");
+            jail.set_env("FRONTROW_LIMITS__TRUSTED_PROXIES", "[\"10.0.0.1\"]");
+            let s = Settings::load(Some(Path::new("limits.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(s.limits.customer_per_second, 2);
+            assert_eq!(
+                s.limits.trusted_proxies,
+                vec!["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]
+            );
+            assert_eq!(s.limits.sse_per_node, 7);
+            assert_eq!(
+                s.limits.address_per_second,
+                frontrow_http::limits::Limits::default().address_per_second
+            );
+            jail.create_file("typo.toml", "[limits]\ncustomer_per_secnd = 2\n")?;
+            assert!(Settings::load(Some(Path::new("typo.toml"))).is_err());
             Ok(())
         });
     }

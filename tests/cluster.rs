@@ -33,6 +33,9 @@ fn node(role: &str, journal: &str, dir: &std::path::Path) -> Node {
         .args([role, "--listen", "127.0.0.1:0", "--journal", journal, "--data-dir"])
         .arg(dir)
         .env("FRONTROW_LOG", "warn")
+        // Load from one loopback address: no rate limits.
+        .env("FRONTROW_LIMITS__CUSTOMER_PER_SECOND", "0")
+        .env("FRONTROW_LIMITS__ADDRESS_PER_SECOND", "0")
         .env("FRONTROW_PARTITIONS", "4")
         .env("FRONTROW_TOKEN_SECRET", TOKEN_SECRET)
         .env("FRONTROW_WEBHOOK_SECRET", WEBHOOK_SECRET)
@@ -379,4 +382,161 @@ async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
     .unwrap();
     let states = replay(&log).await;
     assert_eq!(states[&event].live_seats_of(&CustomerId::parse("mallory").unwrap()), 4);
+}
+
+/// Polls `url` until it answers `want`, returning the last status seen.
+async fn until_status(client: &reqwest::Client, url: &str, want: u16, deadline: Duration) -> u16 {
+    let start = std::time::Instant::now();
+    loop {
+        let status = client.get(url).send().await.map(|r| r.status().as_u16()).unwrap_or(0);
+        if status == want || start.elapsed() > deadline {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The value of an unlabelled gauge in a node's `/metrics`.
+async fn gauge(client: &reqwest::Client, base: &str, name: &str) -> f64 {
+    let text = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
+    let topic = format!("frontrow.test.ops.{}", uuid::Uuid::new_v4().simple());
+    let journal = format!("kafka://{}/{topic}", brokers());
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap();
+    let a = node("command", &journal, dirs[0].path());
+    let ready = |base: &str| format!("{base}/ready");
+    assert_eq!(
+        until_status(&client, &ready(&a.base), 200, Duration::from_secs(60)).await,
+        200
+    );
+    assert_eq!(gauge(&client, &a.base, "frontrow_partitions_owned").await, 4.0);
+
+    // A second node joins: once both are ready each serves part of the partitions, and together
+    // all of them.
+    let b = node("command", &journal, dirs[1].path());
+    let settled = async {
+        loop {
+            let (ra, rb) = (
+                until_status(&client, &ready(&a.base), 200, Duration::from_secs(60)).await,
+                until_status(&client, &ready(&b.base), 200, Duration::from_secs(60)).await,
+            );
+            let (oa, ob) = (
+                gauge(&client, &a.base, "frontrow_partitions_owned").await,
+                gauge(&client, &b.base, "frontrow_partitions_owned").await,
+            );
+            if ra == 200 && rb == 200 && oa + ob == 4.0 && oa > 0.0 && ob > 0.0 {
+                return (oa, ob);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let (oa, ob) = tokio::time::timeout(Duration::from_secs(90), settled)
+        .await
+        .expect("both nodes ready, sharing the partitions");
+    eprintln!("partitions after the rebalance: A {oa}, B {ob}");
+
+    // A reservation through each node with its own request id: one of the two is forwarded to
+    // the owner. Each answer echoes its id, and the log's envelope carries it as correlation id.
+    let auth = Auth::new(SecretString::from(TOKEN_SECRET), []);
+    let token = auth.mint(
+        &CustomerId::parse("ops").unwrap(),
+        Utc::now(),
+        Utc::now() + chrono::Duration::hours(1),
+    );
+    let res = until_served(
+        || {
+            client
+                .post(format!("{}/events", a.base))
+                .header("x-api-key", ORGANIZER_KEY)
+                .header("idempotency-key", "ops-event")
+                .json(&event_body())
+        },
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(res.status(), 201);
+    let event: EventId = res.json::<Value>().await.unwrap()["event_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut ids = Vec::new();
+    for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
+        let id = uuid::Uuid::now_v7();
+        let res = until_served(
+            || {
+                client
+                    .post(format!("{base}/events/{event}/reservations"))
+                    .bearer_auth(&token)
+                    .header("idempotency-key", format!("ops-{n}"))
+                    .header("x-request-id", id.to_string())
+                    .json(&json!({"seats": [format!("A-1-{}", n + 1)]}))
+            },
+            Duration::from_secs(60),
+        )
+        .await;
+        assert_eq!(res.status(), 201);
+        assert_eq!(res.headers()["x-request-id"], id.to_string().as_str());
+        ids.push(id);
+    }
+    let log = KafkaJournal::connect(KafkaSettings {
+        topic: topic.clone(),
+        ..KafkaSettings::new(brokers(), 4)
+    })
+    .await
+    .unwrap();
+    let partition = frontrow_schema::partition::partition_of(&event, 4);
+    let end = frontrow_journal::Journal::end_offset(&log, partition).await.unwrap();
+    let mut correlations = Vec::new();
+    let mut from = 0;
+    while from < end {
+        let batch = frontrow_journal::Journal::read(&log, partition, from, 1000)
+            .await
+            .unwrap();
+        for r in &batch.records {
+            let env = frontrow_schema::decode(&r.value).unwrap();
+            if matches!(env.event, frontrow_schema::Event::SeatsReserved(_)) {
+                correlations.extend(env.correlation_id);
+            }
+        }
+        from = batch.next.max(from);
+    }
+    assert_eq!(
+        correlations, ids,
+        "the request ids as the reservations' correlation ids"
+    );
+
+    // The second node dies: the first takes every partition back and is ready again.
+    drop(b);
+    let back = async {
+        loop {
+            if until_status(&client, &ready(&a.base), 200, Duration::from_secs(5)).await == 200
+                && gauge(&client, &a.base, "frontrow_partitions_owned").await == 4.0
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), back)
+        .await
+        .expect("the survivor serves every partition again");
 }

@@ -19,6 +19,9 @@ fn start(data_dir: &std::path::Path, journal: &str) -> Server {
         .args(["serve", "--listen", "127.0.0.1:0", "--journal", journal, "--data-dir"])
         .arg(data_dir)
         .env("FRONTROW_LOG", "warn")
+        // Load from one loopback address: no rate limits.
+        .env("FRONTROW_LIMITS__CUSTOMER_PER_SECOND", "0")
+        .env("FRONTROW_LIMITS__ADDRESS_PER_SECOND", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

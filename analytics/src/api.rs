@@ -40,6 +40,14 @@ pub fn router(journal: Arc<dyn Journal>) -> Router {
         .with_state(journal)
 }
 
+frontrow_http::problems! {
+    /// What a seat's history refuses with.
+    HistoryProblems = [ORGANIZER_KEY, OTHER_ORGANIZER,
+        &[Cause::new(404, "`not-found`: no such event in the log, no such seat in its map, or a path id that does not parse"),
+          Cause::new(503, "`overloaded`: this node already runs its two log replays (past maps and histories \
+              share them); retry after `Retry-After` seconds")]];
+}
+
 /// Everything that happened to one seat: every hold, expiry, release, booking and refund,
 /// with times and reservation ids, read from the event log.
 #[utoipa::path(
@@ -50,13 +58,10 @@ pub fn router(journal: Arc<dyn Journal>) -> Router {
         ("event_id" = EventId, Path, description = "The event"),
         ("seat" = SeatId, Path, description = "SECTION-ROW-NUMBER"),
     ),
-    security(("api_key" = [])),
+    security(("organizer_key" = [])),
     responses(
         (status = 200, description = "The seat's history", body = SeatHistory),
-        (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another organizer's event", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such event or seat", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "Too many histories being replayed; retry", body = Problem, content_type = "application/problem+json"),
+        HistoryProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id, %seat))]

@@ -82,7 +82,9 @@ impl ChildFrontRow {
             &config,
             format!(
                 "listen = \"127.0.0.1:0\"\npartitions = {PARTITIONS}\njournal = \"sqlite\"\nsearch = \"tantivy\"\n\
-                 sample_event = false\ndemo = true\ntoken_secret = \"{secret}\"\n\n[organizers]\nbench = \"{ORGANIZER_KEY}\"\n"
+                 sample_event = false\ndemo = true\ntoken_secret = \"{secret}\"\n\n[organizers]\nbench = \"{ORGANIZER_KEY}\"\n\n\
+                 # The crowd comes from one loopback address: no rate limits, no stream caps.\n\
+                 [limits]\ncustomer_per_second = 0\naddress_per_second = 0\nsse_per_node = 0\nsse_per_customer = 0\nsse_per_address = 0\n"
             ),
         )
         .context("writing the child's settings")?;

@@ -20,7 +20,7 @@ use secrecy::SecretString;
 use crate::serve::Served;
 
 /// The organizer key the harness configures.
-pub const ORGANIZER_KEY: &str = "bench-organizer-key";
+pub const ORGANIZER_KEY: &str = "bench-organizer-key-0123456789abcdef";
 
 pub struct FrontRow {
     pub served: Served,
@@ -39,6 +39,8 @@ impl FrontRow {
             data_dir: dir.path().to_path_buf(),
             organizers,
             sample_event: false,
+            // The harness measures throughput from one loopback address.
+            limits: frontrow_http::limits::Limits::off(),
             ..Settings::default()
         };
         let (handles_tx, handles_rx) = tokio::sync::oneshot::channel();

@@ -2,7 +2,7 @@
 //! and the targets, met or not) and a short Markdown table beside it. Targets are
 //! reported, never asserted: speed on a shared two-core machine is a figure, not a test.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use serde::Serialize;
@@ -123,22 +123,9 @@ pub fn machine() -> Value {
     })
 }
 
-/// The commit of the source tree the harness was built from (and whether it had changes).
+/// The commit the harness (and the FrontRow it runs in-process) was built from, compiled in.
 pub fn git_commit() -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(&root)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-    };
-    json!({
-        "commit": git(&["rev-parse", "HEAD"]),
-        "dirty": git(&["status", "--porcelain"]).map(|s| !s.is_empty()),
-    })
+    json!({ "commit": frontrow::BUILD_COMMIT })
 }
 
 /// Writes `<out_dir>/bench-<profile>-<time>.json` and `.md`; returns the Markdown.

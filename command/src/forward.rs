@@ -93,9 +93,14 @@ pub async fn forward_to_owner(State(fwd): State<Arc<Forwarder>>, req: Request, n
     debug!(partition, %owner, path, "forwarding to the partition's owner");
     let mut request = fwd.client.request(parts.method.clone(), format!("{owner}{path}"));
     for (name, value) in &parts.headers {
-        if !is_hop_by_hop(name) {
+        if !is_hop_by_hop(name) && name != "x-forwarded-for" {
             request = request.header(name, value);
         }
+    }
+    // Like any proxy, say whom the request came from: an owner that lists this node among its
+    // `limits.trusted_proxies` then limits the client, not this node.
+    if let Some(client) = parts.extensions.get::<frontrow_http::limits::ClientAddr>() {
+        request = request.header("x-forwarded-for", client.0.to_string());
     }
     match request.header(FORWARDED, "1").body(bytes).send().await {
         Ok(answer) => {

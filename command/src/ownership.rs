@@ -93,6 +93,7 @@ impl ClientContext for GroupContext {}
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
+            metrics::counter!("frontrow_rebalances_total", "kind" => "revoke").increment(1);
             for e in tpl.elements() {
                 let partition = e.partition() as u32;
                 info!(partition, "partition revoked; draining its writer");
@@ -103,6 +104,7 @@ impl ConsumerContext for GroupContext {
 
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         let Rebalance::Assign(tpl) = rebalance else { return };
+        metrics::counter!("frontrow_rebalances_total", "kind" => "assign").increment(1);
         // The membership is the lease; this consumer never reads the events themselves.
         if let Err(e) = consumer.pause(tpl) {
             warn!(error = %e, "could not pause assigned partitions");

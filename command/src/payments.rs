@@ -3,7 +3,9 @@
 //! The provider signs each delivery with `Stripe-Signature: t=<unix seconds>,v1=<hex>`, where
 //! `v1` is HMAC-SHA256 over `"{t}.{raw body}"` with the endpoint's secret. A delivery is
 //! accepted only if one `v1` matches (compared in constant time) and `t` is within the
-//! tolerance of our clock, which stops replays of old captured deliveries. Deliveries may still
+//! tolerance of our clock, which stops replays of old captured deliveries. The work per
+//! delivery is bounded whatever the header holds: a header of at most [`MAX_SIGNATURE_HEADER`]
+//! bytes, at most [`MAX_SIGNATURES`] candidates, one HMAC over the body. Deliveries may still
 //! repeat legitimately; that is handled by the provider event id being in the log.
 //!
 //! [`Simulator`] is the built-in provider for the demo: it sends correctly signed
@@ -14,6 +16,14 @@ use hmac::{Hmac, Mac};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+/// Longest `Stripe-Signature` header accepted. Stripe's is about 150 bytes (`t=`, one or two
+/// `v1=` and a `v0=`); anything longer is refused before any hashing.
+pub const MAX_SIGNATURE_HEADER: usize = 512;
+/// Most `v1` candidates accepted in one header: Stripe sends two while an endpoint's secret is
+/// being rolled, otherwise one.
+pub const MAX_SIGNATURES: usize = 4;
 
 /// Why a webhook delivery's signature was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,6 +32,10 @@ pub enum SignatureError {
     Missing,
     #[error("the Stripe-Signature header is malformed")]
     Malformed,
+    #[error("the Stripe-Signature header is longer than {MAX_SIGNATURE_HEADER} bytes")]
+    TooLong,
+    #[error("the Stripe-Signature header carries more than {MAX_SIGNATURES} v1 signatures")]
+    TooManySignatures,
     #[error("no v1 signature matches the body")]
     Mismatch,
     #[error("the signature's timestamp is outside the tolerance (replayed or clock skew)")]
@@ -42,7 +56,50 @@ pub fn sign(secret: &SecretString, timestamp: i64, body: &[u8]) -> String {
     format!("t={timestamp},v1={}", hex::encode(sig))
 }
 
+/// A parsed `Stripe-Signature` header: its timestamp and at most [`MAX_SIGNATURES`] `v1`
+/// signatures of 32 bytes each.
+#[derive(Debug, PartialEq, Eq)]
+struct SignatureHeader {
+    timestamp: i64,
+    candidates: Vec<[u8; 32]>,
+}
+
+impl SignatureHeader {
+    /// Parses without touching the body: the cost is bounded by [`MAX_SIGNATURE_HEADER`].
+    fn parse(header: &str) -> Result<Self, SignatureError> {
+        if header.len() > MAX_SIGNATURE_HEADER {
+            return Err(SignatureError::TooLong);
+        }
+        let mut timestamp = None;
+        let mut candidates = Vec::new();
+        for item in header.split(',') {
+            let (k, v) = item.trim().split_once('=').ok_or(SignatureError::Malformed)?;
+            match k {
+                "t" => timestamp = Some(v.parse::<i64>().map_err(|_| SignatureError::Malformed)?),
+                // v0 and unknown schemes are ignored, as Stripe's libraries do.
+                "v1" => {
+                    if candidates.len() == MAX_SIGNATURES {
+                        return Err(SignatureError::TooManySignatures);
+                    }
+                    let mut sig = [0u8; 32];
+                    hex::decode_to_slice(v, &mut sig).map_err(|_| SignatureError::Malformed)?;
+                    candidates.push(sig);
+                }
+                _ => {}
+            }
+        }
+        let timestamp = timestamp.ok_or(SignatureError::Malformed)?;
+        if candidates.is_empty() {
+            return Err(SignatureError::Malformed);
+        }
+        Ok(Self { timestamp, candidates })
+    }
+}
+
 /// Checks a delivery's signature header against its raw body.
+///
+/// The header is parsed and its timestamp checked first; only a well-formed, fresh header costs
+/// one HMAC over the body, which is then compared in constant time with each candidate.
 pub fn verify(
     secret: &SecretString,
     header: Option<&str>,
@@ -50,31 +107,19 @@ pub fn verify(
     now: DateTime<Utc>,
     tolerance_secs: i64,
 ) -> Result<(), SignatureError> {
-    let header = header.ok_or(SignatureError::Missing)?;
-    let mut timestamp = None;
-    let mut candidates = Vec::new();
-    for item in header.split(',') {
-        let (k, v) = item.trim().split_once('=').ok_or(SignatureError::Malformed)?;
-        match k {
-            "t" => timestamp = Some(v.parse::<i64>().map_err(|_| SignatureError::Malformed)?),
-            // v0 and unknown schemes are ignored, as Stripe's libraries do.
-            "v1" => candidates.push(hex::decode(v).map_err(|_| SignatureError::Malformed)?),
-            _ => {}
-        }
-    }
-    let timestamp = timestamp.ok_or(SignatureError::Malformed)?;
-    if candidates.is_empty() {
-        return Err(SignatureError::Malformed);
-    }
-    // Several v1 values appear while the endpoint's secret is being rolled.
-    let matched = candidates
-        .iter()
-        .any(|sig| mac(secret, timestamp, body).verify_slice(sig).is_ok());
-    if !matched {
-        return Err(SignatureError::Mismatch);
-    }
-    if (now.timestamp() - timestamp).abs() > tolerance_secs {
+    let header = SignatureHeader::parse(header.ok_or(SignatureError::Missing)?)?;
+    if now.timestamp().abs_diff(header.timestamp) > tolerance_secs.unsigned_abs() {
         return Err(SignatureError::Stale);
+    }
+    let expected = mac(secret, header.timestamp, body).finalize().into_bytes();
+    // Several v1 values appear while the endpoint's secret is being rolled. Every candidate is
+    // compared, so the time taken does not say which one matched.
+    let matched = header
+        .candidates
+        .iter()
+        .fold(subtle::Choice::from(0), |any, sig| any | sig.ct_eq(expected.as_slice()));
+    if !bool::from(matched) {
+        return Err(SignatureError::Mismatch);
     }
     Ok(())
 }
@@ -274,5 +319,40 @@ mod tests {
             verify(&secret(), Some("t=x,v1=00"), body, now, 300),
             Err(SignatureError::Malformed)
         );
+    }
+    #[test]
+    fn forged_headers_are_refused_before_any_hashing() {
+        let now = Utc::now();
+        let body = vec![b'x'; 1 << 20];
+        let t = now.timestamp();
+        // Tens of thousands of candidates: refused for the header's length alone.
+        let flood = format!("t={t},{}", "v1=00,".repeat(40_000));
+        assert_eq!(
+            verify(&secret(), Some(&flood), &body, now, 300),
+            Err(SignatureError::TooLong)
+        );
+        // Short enough, but more candidates than Stripe ever sends.
+        let sig = "ab".repeat(32);
+        let five = format!("t={t},{}", [sig.as_str(); 5].map(|s| format!("v1={s}")).join(","));
+        assert!(five.len() <= MAX_SIGNATURE_HEADER);
+        assert_eq!(
+            verify(&secret(), Some(&five), &body, now, 300),
+            Err(SignatureError::TooManySignatures)
+        );
+        // A candidate that is not a SHA-256 in hex is malformed, not a mismatch.
+        assert_eq!(
+            verify(&secret(), Some(&format!("t={t},v1=00")), &body, now, 300),
+            Err(SignatureError::Malformed)
+        );
+        // A stale timestamp is refused whatever the signature.
+        assert_eq!(
+            verify(&secret(), Some(&format!("t={},v1={sig}", t - 301)), &body, now, 300),
+            Err(SignatureError::Stale)
+        );
+        // The maximum of candidates, the right one last, still verifies.
+        let good = sign(&secret(), t, &body);
+        let right = good.split("v1=").nth(1).unwrap();
+        let four = format!("t={t},v1={sig},v1={sig},v1={sig},v1={right}");
+        assert_eq!(verify(&secret(), Some(&four), &body, now, 300), Ok(()));
     }
 }

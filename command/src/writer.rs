@@ -247,6 +247,7 @@ impl Writers {
         let task = tokio::spawn(writer.run());
         *mailbox = Some(tx);
         drop(mailbox);
+        metrics::gauge!("frontrow_partitions_owned").increment(1.0);
         if let Some(old) = inner
             .tasks
             .lock()
@@ -273,10 +274,11 @@ impl Writers {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&partition);
-        if let Some(task) = task
-            && let Err(e) = task.await
-        {
-            warn!(partition, error = %e, "writer task ended abnormally");
+        if let Some(task) = task {
+            metrics::gauge!("frontrow_partitions_owned").decrement(1.0);
+            if let Err(e) = task.await {
+                warn!(partition, error = %e, "writer task ended abnormally");
+            }
         }
     }
 
@@ -298,6 +300,31 @@ impl Writers {
 
     pub fn partitions(&self) -> u32 {
         self.inner.mailboxes.len() as u32
+    }
+
+    /// Whether this process serves what it was given: `Ok(n)` when it serves all `n > 0`
+    /// partitions assigned to it, else why not (none assigned yet, or some still restoring or
+    /// re-acquiring after fencing). A load balancer sends writes only to a ready node.
+    pub fn readiness(&self) -> Result<usize, String> {
+        let assigned: Vec<u32> = (0..self.partitions())
+            .filter(|&p| self.inner.assigned[p as usize].load(Ordering::SeqCst))
+            .collect();
+        if assigned.is_empty() {
+            return Err("this node has no partition assigned yet".into());
+        }
+        let waiting: Vec<String> = assigned
+            .iter()
+            .filter(|&&p| !self.owns(p))
+            .map(u32::to_string)
+            .collect();
+        if waiting.is_empty() {
+            Ok(assigned.len())
+        } else {
+            Err(format!(
+                "partitions {} are assigned but not served yet",
+                waiting.join(", ")
+            ))
+        }
     }
 
     /// A writer stopped because it was fenced while this process is still meant to own the
@@ -362,7 +389,10 @@ impl Writers {
                 reply: Some(reply),
             })
             .map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => CommandError::Overloaded,
+                mpsc::error::TrySendError::Full(_) => {
+                    metrics::counter!("frontrow_writer_shed_total", "reason" => "mailbox_full").increment(1);
+                    CommandError::Overloaded
+                }
                 mpsc::error::TrySendError::Closed(_) => {
                     self.reacquire_if_assigned(partition);
                     CommandError::NotOwner(partition)
@@ -567,7 +597,10 @@ impl Writer {
                             Err(_) => break,
                         }
                     }
+                    let started = std::time::Instant::now();
+                    let size = batch.len();
                     self.process(batch).await;
+                    self.observe_batch(size, started.elapsed());
                 }
                 _ = tokio::time::sleep(wait), if next_deadline.is_some() => self.expire_due().await,
                 Ok(()) = async { match jumps.as_mut() { Some(j) => j.changed().await, None => std::future::pending().await } } => {
@@ -584,6 +617,15 @@ impl Writer {
             let _ = saving.await;
         }
         info!(partition = self.partition, "writer stopped");
+    }
+
+    /// Reports one batch to the metrics: its size, how long deciding and appending it took,
+    /// and what still waits in the mailbox behind it.
+    fn observe_batch(&self, size: usize, took: Duration) {
+        let partition = self.partition.to_string();
+        metrics::histogram!("frontrow_writer_batch_size").record(size as f64);
+        metrics::histogram!("frontrow_writer_batch_seconds").record(took.as_secs_f64());
+        metrics::gauge!("frontrow_writer_mailbox_depth", "partition" => partition).set(self.rx.len() as f64);
     }
 
     /// Turns every due hold into an `Expire` command and every due waiting-room timer into an

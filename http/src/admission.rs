@@ -87,6 +87,9 @@ impl Auth {
         customer: &CustomerId,
         now: DateTime<Utc>,
     ) -> Result<Admission, AdmissionError> {
+        if token.len() > crate::auth::MAX_TOKEN_BYTES {
+            return Err(AdmissionError::Invalid);
+        }
         let mut parts = token.trim().split('.');
         let (Some(PREFIX), Some(claims), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next())
         else {

@@ -4,11 +4,16 @@
 //! `application/problem+json` body with a precise status, which hides internals on 5xx and logs
 //! them. The extractors ([`ApiJson`], [`ApiPath`], [`ApiQuery`], [`ApiBytes`]) turn every
 //! malformed request into such a problem. [`auth`] says who is calling: organizers by API key,
-//! customers by a signed bearer token.
+//! customers by a signed bearer token. [`limits`] works out the client's address and keeps
+//! request rates per customer and per address. [`observe`] gives every request its id, span
+//! and metrics.
 
 pub mod admission;
 pub mod auth;
 mod extract;
+pub mod limits;
+pub mod observe;
+pub mod openapi;
 mod problem;
 
 pub use extract::{ApiBytes, ApiJson, ApiPath, ApiQuery};

@@ -15,9 +15,11 @@ use tokio::sync::watch;
 
 pub mod conformance;
 mod kafka;
+mod metered;
 mod sqlite;
 
 pub use kafka::{DEFAULT_SNAPSHOT_HISTORY_RETENTION, KafkaJournal, KafkaSettings};
+pub use metered::Metered;
 pub use sqlite::{DEFAULT_SNAPSHOT_HISTORY, SqliteJournal};
 
 /// A position within one partition.
@@ -48,6 +50,11 @@ impl std::str::FromStr for Position {
         let bad =
             || format!("{s:?} is not a log position (PARTITION:OFFSET, e.g. 3:1207, offset at most {MAX_OFFSET})");
         let (p, o) = s.split_once(':').ok_or_else(bad)?;
+        // Digits only: `u32::from_str` would also take a sign (`+3:+7`).
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        if !digits(p) || !digits(o) {
+            return Err(bad());
+        }
         let offset: Offset = o.parse().map_err(|_| bad())?;
         if offset > MAX_OFFSET {
             return Err(bad());
@@ -221,6 +228,15 @@ pub struct Follower {
     next: Offset,
     end: watch::Receiver<Offset>,
     batch: usize,
+    /// Who reads, for the lag metric (`frontrow_follower_lag_records{reader, partition}`).
+    reader: &'static str,
+}
+
+/// Reports how many records `reader` is behind the end of `partition`
+/// (`frontrow_follower_lag_records`). Every reader of the log reports through this.
+pub fn report_lag(reader: &'static str, partition: u32, end: Offset, next: Offset) {
+    metrics::gauge!("frontrow_follower_lag_records", "reader" => reader, "partition" => partition.to_string())
+        .set(end.saturating_sub(next) as f64);
 }
 
 impl Follower {
@@ -237,7 +253,19 @@ impl Follower {
             next: from,
             end,
             batch: batch.max(1),
+            reader: "follower",
         })
+    }
+
+    /// Names this follower in the lag metric.
+    pub fn named(mut self, reader: &'static str) -> Self {
+        self.reader = reader;
+        self
+    }
+
+    /// How many durable records are past this follower's position.
+    pub fn lag(&self) -> u64 {
+        self.end.borrow().saturating_sub(self.next)
     }
 
     /// The offset of the next record this follower will return.
@@ -253,7 +281,9 @@ impl Follower {
     /// when the journal is gone (its watch sender dropped).
     pub async fn next_batch(&mut self) -> Option<Result<Vec<StoredRecord>, JournalError>> {
         loop {
-            if *self.end.borrow_and_update() > self.next {
+            let end = *self.end.borrow_and_update();
+            report_lag(self.reader, self.partition, end, self.next);
+            if end > self.next {
                 match self.journal.read(self.partition, self.next, self.batch).await {
                     Ok(batch) => {
                         let moved = batch.next > self.next;
@@ -275,6 +305,35 @@ impl Follower {
             if self.end.changed().await.is_err() {
                 return None;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Position;
+
+    #[test]
+    fn a_position_is_two_runs_of_digits() {
+        assert_eq!(
+            "3:1207".parse::<Position>(),
+            Ok(Position {
+                partition: 3,
+                offset: 1207
+            })
+        );
+        for bad in [
+            "+3:1207",
+            "3:+1207",
+            "3:",
+            ":7",
+            "3:1207:1",
+            " 3:7",
+            "-1:0",
+            "4294967296:0",
+            "a:b",
+        ] {
+            assert!(bad.parse::<Position>().is_err(), "{bad:?} is not a position");
         }
     }
 }

@@ -54,15 +54,23 @@ async fn owned(ledger: &dyn Ledger, event: EventId, organizer: &OrganizerId) -> 
     }
 }
 
+frontrow_http::problems! {
+    /// What reading one's bookings refuses with.
+    BookingsProblems = [CUSTOMER_TOKEN];
+    /// What reading an event's sales refuses with.
+    SalesProblems = [ORGANIZER_KEY, OTHER_ORGANIZER,
+        &[Cause::new(404, "`not-found`: no such event in the ledger (it may not have caught up yet), or a path id that does not parse")]];
+}
+
 /// The calling customer's bookings, newest first, including cancelled ones.
 #[utoipa::path(
     get,
     path = "/me/bookings",
     tag = "ledger",
-    security(("bearer" = [])),
+    security(("customer_token" = [])),
     responses(
         (status = 200, description = "The customer's bookings", body = CustomerBookings),
-        (status = 401, description = "No or bad bearer token", body = Problem, content_type = "application/problem+json"),
+        BookingsProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -84,12 +92,10 @@ async fn my_bookings(
     path = "/events/{event_id}/sales",
     tag = "ledger",
     params(("event_id" = EventId, Path, description = "The event")),
-    security(("api_key" = [])),
+    security(("organizer_key" = [])),
     responses(
         (status = 200, description = "The event's sales", body = EventSales),
-        (status = 401, description = "No or bad API key", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another organizer's event", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such event in the ledger", body = Problem, content_type = "application/problem+json"),
+        SalesProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]

@@ -197,7 +197,9 @@ impl Projector {
             if *stop.borrow() {
                 return Ok(());
             }
-            if *end.borrow_and_update() <= next {
+            let at_end = *end.borrow_and_update();
+            frontrow_journal::report_lag("ledger", partition, at_end, next);
+            if at_end <= next {
                 tokio::select! {
                     changed = end.changed() => if changed.is_err() { return Ok(()) },
                     _ = stop.changed() => {}

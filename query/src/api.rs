@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use axum::http::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, IF_NONE_MATCH, VARY};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -27,6 +27,7 @@ use utoipa::{IntoParams, OpenApi};
 
 use crate::catalog::Catalog;
 use crate::replays::{Replayer, replay_permit};
+use crate::streams::StreamSlots;
 use crate::travel::{At, TravelError, TravelLimits};
 use crate::views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SectionAvailability,
@@ -48,7 +49,7 @@ pub const MAX_WAIT_MS: u64 = 10_000;
     ),
     components(schemas(
         EventList, EventSummary, EventDetails, AvailabilityMap, SectionAvailability,
-        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus
+        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus, crate::sse::SeatData
     )),
     tags(
         (name = "events", description = "Events, seat maps and live availability"),
@@ -57,8 +58,13 @@ pub const MAX_WAIT_MS: u64 = 10_000;
 )]
 pub struct QueryApi;
 
-/// The read API over `catalog`.
+/// The read API over `catalog`, with the default stream caps.
 pub fn router(catalog: Arc<Catalog>) -> Router {
+    router_with_streams(catalog, StreamSlots::new(&frontrow_http::limits::Limits::default()))
+}
+
+/// The read API over `catalog`, its server-sent event streams counted in `streams`.
+pub fn router_with_streams(catalog: Arc<Catalog>, streams: Arc<StreamSlots>) -> Router {
     Router::new()
         .route("/events", get(list_events))
         .route("/events/{event_id}", get(event_details))
@@ -67,6 +73,7 @@ pub fn router(catalog: Arc<Catalog>) -> Router {
         .route("/events/{event_id}/queue/me", get(crate::sse::my_queue_status))
         .route("/events/{event_id}/queue/me/stream", get(crate::sse::my_queue_stream))
         .with_state(catalog)
+        .layer(axum::Extension(streams))
 }
 
 /// Read-your-writes: answer only once a position the client wrote is visible here.
@@ -74,8 +81,8 @@ pub fn router(catalog: Arc<Catalog>) -> Router {
 #[into_params(parameter_in = Query)]
 pub struct ReadAfter {
     /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
-    /// has applied it.
-    #[param(example = "3:1207")]
+    /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
+    #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
     after: Option<String>,
     /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
     #[param(minimum = 0, maximum = 10000, default = 2000)]
@@ -127,8 +134,8 @@ impl ReadAfter {
 #[into_params(parameter_in = Query)]
 pub struct AvailabilityQuery {
     /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
-    /// has applied it.
-    #[param(example = "3:1207")]
+    /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
+    #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
     after: Option<String>,
     /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
     #[param(minimum = 0, maximum = 10000, default = 2000)]
@@ -162,7 +169,11 @@ fn none_match(headers: &HeaderMap, etag: &str) -> bool {
 
 /// A cacheable JSON answer of one event version, or `304` when the client has it.
 fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() -> Bytes) -> Response {
-    let tag = etag(version);
+    tagged_json(headers, etag(version), body)
+}
+
+/// [`versioned_json`] with the entity tag given.
+fn tagged_json(headers: &HeaderMap, tag: String, body: impl FnOnce() -> Bytes) -> Response {
     // Digits, a dash and quotes are always a valid header value.
     let tag_value = HeaderValue::from_str(&tag).expect("etag is a valid header value");
     let cache = HeaderValue::from_static(CACHE_CONTROL_VALUE);
@@ -177,6 +188,65 @@ fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() ->
         .into_response()
 }
 
+/// Whether the client's `Accept-Encoding` takes gzip (a `q=0` refuses it).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
+}
+
+/// The live availability map: the version's precompressed gzip body when the client takes it
+/// (compressed once per version, not per request), else the plain JSON.
+fn live_availability(catalog: &Catalog, event_id: &EventId, headers: &HeaderMap) -> Result<Response, Problem> {
+    let vary = (VARY, HeaderValue::from_static("accept-encoding"));
+    if accepts_gzip(headers) {
+        let (version, body) = catalog
+            .availability_gzip(event_id)
+            .ok_or_else(|| unknown_event(event_id))?;
+        // Another representation of the same version: its own strong tag.
+        let tag = format!("\"{}-{}-gzip\"", version.partition, version.offset);
+        let mut res = tagged_json(headers, tag, || body);
+        if res.status() == StatusCode::OK {
+            res.headers_mut()
+                .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        res.headers_mut().insert(vary.0, vary.1);
+        return Ok(res);
+    }
+    let (version, body) = catalog
+        .availability_body(event_id)
+        .ok_or_else(|| unknown_event(event_id))?;
+    let mut res = versioned_json(headers, version, || body);
+    res.headers_mut().insert(vary.0, vary.1);
+    Ok(res)
+}
+
+frontrow_http::problems! {
+    /// What listing events refuses with.
+    ListProblems = [READ_AFTER];
+    /// What reading one event refuses with.
+    DetailsProblems = [EVENT_PATH, READ_AFTER];
+    /// What an availability read refuses with.
+    AvailabilityProblems = [EVENT_PATH, READ_AFTER,
+        &[Cause::new(400, "`bad-instant`: `at` is neither an RFC 3339 time nor a position of the event's partition"),
+          Cause::new(404, "`not-found`: the event did not exist yet at `at`"),
+          Cause::new(422, "`history-too-deep`: `at` needs a longer replay of the log than one request may do"),
+          Cause::new(503, "`overloaded`: with `at`, this node already runs its two log replays for other \
+              requests; retry after `Retry-After` seconds")]];
+}
+
 /// Every event, soonest first.
 #[utoipa::path(
     get,
@@ -186,10 +256,7 @@ fn versioned_json(headers: &HeaderMap, version: Position, body: impl FnOnce() ->
     responses(
         (status = 200, description = "Every event, soonest first", body = EventList,
             headers(("Cache-Control" = String))),
-        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        ListProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -222,13 +289,9 @@ async fn list_events(
     responses(
         (status = 200, description = "The event", body = EventDetails,
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 304, description = "The client's copy is current"),
-        (status = 400, description = "Malformed `after` or `wait_ms`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such event", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        (status = 304, description = "The client's copy is current",
+            headers(("ETag" = String), ("Cache-Control" = String))),
+        DetailsProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
@@ -263,14 +326,7 @@ async fn event_details(
                     ("Cache-Control" = String))),
         (status = 304, description = "The client's copy is current",
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 400, description = "Malformed `after`, `wait_ms` or `at`", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such event (at `at`)", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "`at` needs a longer replay than one request may do", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 503, description = "`after` not visible in time, or too many `at` replays at once", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        AvailabilityProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
@@ -290,10 +346,7 @@ async fn availability(
     };
     read.wait(&catalog).await?;
     let Some(at) = at else {
-        let (version, body) = catalog
-            .availability_body(&event_id)
-            .ok_or_else(|| unknown_event(&event_id))?;
-        return Ok(versioned_json(&headers, version, || body));
+        return live_availability(&catalog, &event_id, &headers);
     };
     let _permit = replay_permit(Replayer::Public).ok_or_else(|| {
         Problem::overloaded("this node is already replaying the log for other requests; retry shortly")

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use frontrow_journal::{Follower, Journal, Offset, Position, StoredRecord};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{Envelope, Event, EventId, SeatId, decode};
@@ -123,7 +124,8 @@ impl Catalog {
                 .await
                 .with_context(|| format!("reading the end of journal partition {partition}"))?;
             let follower = Follower::new(journal.clone(), partition, 0, BATCH)
-                .with_context(|| format!("following journal partition {partition}"))?;
+                .with_context(|| format!("following journal partition {partition}"))?
+                .named("query");
             partitions.push(Partition {
                 events: RwLock::new(HashMap::new()),
                 applied: watch::Sender::new(0),
@@ -152,7 +154,13 @@ impl Catalog {
             match follower.next_batch().await {
                 Some(Ok(records)) => {
                     backoff = Duration::from_millis(50);
-                    self.apply(partition, &records, follower.position());
+                    let newest = self.apply(partition, &records, follower.position());
+                    // Seconds behind: how old the newest applied record is while more wait.
+                    let behind = match (follower.lag(), newest) {
+                        (0, _) | (_, None) => 0.0,
+                        (_, Some(time)) => (chrono::Utc::now() - time).num_milliseconds().max(0) as f64 / 1000.0,
+                    };
+                    metrics::gauge!("frontrow_query_lag_seconds", "partition" => partition.to_string()).set(behind);
                 }
                 Some(Err(e)) if e.is_transient() => {
                     warn!(partition, error = %e, retry_ms = backoff.as_millis() as u64, "journal read failed, retrying");
@@ -172,7 +180,8 @@ impl Catalog {
     }
 
     /// Applies one batch read from `partition` and makes everything before `next` visible.
-    fn apply(&self, partition: u32, records: &[StoredRecord], next: Offset) {
+    /// Returns the time stamped on the batch's last record.
+    fn apply(&self, partition: u32, records: &[StoredRecord], next: Offset) -> Option<DateTime<Utc>> {
         // Decode before taking the lock: readers only wait for the cheap part.
         let envelopes: Vec<(Position, Envelope)> = records
             .iter()
@@ -208,6 +217,7 @@ impl Catalog {
                 let _ = part.deltas.send(Arc::new(deltas));
             }
         }
+        envelopes.last().map(|(_, e)| e.time)
     }
 
     /// Ends every open SSE stream (graceful shutdown); new ones end at once.
@@ -396,5 +406,10 @@ impl Catalog {
     /// The event's version and its availability map as JSON, serialized once per version.
     pub fn availability_body(&self, event_id: &EventId) -> Option<(Position, Bytes)> {
         self.with_event(event_id, |e| (e.position(), e.availability_body()))
+    }
+
+    /// The same, gzip-compressed once per version.
+    pub fn availability_gzip(&self, event_id: &EventId) -> Option<(Position, Bytes)> {
+        self.with_event(event_id, |e| (e.position(), e.availability_gzip()))
     }
 }

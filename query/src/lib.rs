@@ -9,7 +9,8 @@
 //!
 //! [`live`] is the pure per-event state, [`catalog`] the followers and the shared state,
 //! [`views`] the JSON shapes, [`api`] the HTTP handlers, [`travel`] the map at an earlier
-//! instant (`?at=`), replayed from the log, [`replays`] the few places such replays run in.
+//! instant (`?at=`), replayed from the log, [`replays`] the few places such replays run in,
+//! [`streams`] the caps on server-sent event streams.
 
 pub mod api;
 pub mod catalog;
@@ -17,10 +18,11 @@ pub mod live;
 pub mod queue;
 pub mod replays;
 pub mod sse;
+pub mod streams;
 pub mod travel;
 pub mod views;
 
-pub use api::{QueryApi, router};
+pub use api::{QueryApi, router, router_with_streams};
 pub use catalog::Catalog;
 pub use views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus,

@@ -37,6 +37,8 @@ pub struct LiveEvent {
     position: Position,
     /// The JSON availability map of this version, built on first read.
     body: OnceLock<Bytes>,
+    /// The same map gzip-compressed, built on the first read that accepts gzip.
+    gzip: OnceLock<Bytes>,
     /// The waiting room, if the organizer opened one.
     queue: Option<QueueLive>,
     /// The last record that changed the waiting room: the version of every fan's status.
@@ -63,6 +65,7 @@ impl LiveEvent {
             total: SeatCounts::default(),
             position: at,
             body: OnceLock::new(),
+            gzip: OnceLock::new(),
             queue: None,
             queue_version: None,
         };
@@ -114,6 +117,7 @@ impl LiveEvent {
         if applied.changed {
             self.position = at;
             self.body = OnceLock::new();
+            self.gzip = OnceLock::new();
         }
         applied
     }
@@ -258,6 +262,25 @@ impl LiveEvent {
             .get_or_init(|| {
                 // Plain structs of strings and numbers always serialise.
                 Bytes::from(serde_json::to_vec(&self.availability()).expect("availability serialises"))
+            })
+            .clone()
+    }
+
+    /// [`availability_body`](Self::availability_body) gzip-compressed, once per version: a
+    /// 20,008-seat map is about 60 KB of JSON and a few KB compressed, and an onsale's readers
+    /// ask for the same version thousands of times.
+    pub fn availability_gzip(&self) -> Bytes {
+        self.gzip
+            .get_or_init(|| {
+                use std::io::Write;
+                // The fast level: the letters compress well at any level, and this runs under the
+                // catalog's read lock.
+                let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                encoder
+                    .write_all(&self.availability_body())
+                    .and_then(|()| encoder.finish())
+                    .map(Bytes::from)
+                    .expect("compressing into memory cannot fail")
             })
             .clone()
     }

@@ -32,6 +32,8 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use frontrow_http::auth::{Auth, Customer, StreamCustomer};
+use frontrow_http::limits::ClientAddr;
+use frontrow_http::openapi::{Cause, sse_events, sse_response};
 use frontrow_http::{ApiPath, Problem};
 use frontrow_journal::Position;
 use frontrow_schema::partition::partition_of;
@@ -40,13 +42,18 @@ use futures::{Stream, StreamExt};
 use serde::Serialize;
 use tokio::sync::broadcast;
 use utoipa::ToSchema;
+use utoipa::openapi::schema::ObjectBuilder;
+use utoipa::openapi::{Ref, RefOr};
 
 use crate::catalog::{Catalog, DELTA_BACKLOG, SeatChange, SeatDelta};
 use crate::queue::LiveStatus;
 use crate::replays::{Replayer, replay_permit};
+use crate::streams::{StreamOwner, StreamSlot, StreamSlots};
 
 /// How often an idle stream sends a keep-alive comment.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Longest `PARTITION:OFFSET` (`u32:u64`).
+const MAX_POSITION_CHARS: usize = 31;
 /// Most journal records a resuming seat stream reads back before it sends a snapshot instead.
 pub const MAX_REPLAY: usize = 100_000;
 
@@ -125,16 +132,83 @@ fn not_in_queue(catalog: &Catalog, event_id: &EventId) -> Problem {
     }
 }
 
+/// The caller is not in the event's waiting room.
+const NOT_IN_QUEUE: &[Cause] = &[Cause::new(
+    404,
+    "`no-queue` (the event has no waiting room) or `not-in-queue` (the caller never joined it)",
+)];
+
+/// A `Last-Event-ID` that is not a position of the event's partition.
+const LAST_EVENT_ID: &[Cause] = &[Cause::new(
+    400,
+    "`bad-last-event-id`: `Last-Event-ID` is not `PARTITION:OFFSET` of this event's partition",
+)];
+
+frontrow_http::problems! {
+    /// What reading one's place in the queue refuses with.
+    QueueMeProblems = [CUSTOMER_TOKEN, EVENT_PATH, NOT_IN_QUEUE];
+    /// What opening one's queue status stream refuses with.
+    QueueStreamProblems = [CUSTOMER_TOKEN, EVENT_PATH, NOT_IN_QUEUE, LAST_EVENT_ID, STREAM_CAP];
+    /// What opening a seat stream refuses with.
+    SeatStreamProblems = [EVENT_PATH, LAST_EVENT_ID, STREAM_CAP,
+        &[Cause::new(503, "`journal-unavailable`: the log cannot be read back for `Last-Event-ID` right now; \
+            retry after `Retry-After` seconds")]];
+}
+
+/// The `data` of a `seat` event: these seats now have this status.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct SeatData<'a> {
+    #[schema(value_type = Vec<String>, example = json!(["101-C-7", "101-C-8"]))]
+    seats: &'a [SeatId],
+    /// `held`, `booked` or `available`.
+    #[schema(value_type = String, pattern = "^(held|booked|available)$")]
+    status: &'static str,
+}
+
+/// The status stream's 200: `status` events, each a [`QueueStatus`].
+struct QueueStream;
+
+impl utoipa::IntoResponses for QueueStream {
+    fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        let events = sse_events(&[("status", Ref::from_schema_name("QueueStatus").into())]);
+        let ok = sse_response(
+            "`status` events (data: `QueueStatus`), id = the waiting room's version",
+            events,
+        );
+        [("200".to_owned(), ok.into())].into()
+    }
+}
+
+/// The seat stream's 200: a `snapshot`, then `seat` events, and `reset` when the map changes.
+struct SeatStream;
+
+impl utoipa::IntoResponses for SeatStream {
+    fn responses() -> std::collections::BTreeMap<String, RefOr<utoipa::openapi::Response>> {
+        let reset = ObjectBuilder::new()
+            .description(Some("empty: refetch the seat map"))
+            .into();
+        let events = sse_events(&[
+            ("snapshot", Ref::from_schema_name("AvailabilityMap").into()),
+            ("seat", Ref::from_schema_name("SeatData").into()),
+            ("reset", reset),
+        ]);
+        let ok = sse_response(
+            "`snapshot` (data: `AvailabilityMap`) unless resuming, then `seat` events (data: `SeatData`) \
+             and `reset` (the organizer replaced the seat map); id = the record's log position",
+            events,
+        );
+        [("200".to_owned(), ok.into())].into()
+    }
+}
+
 /// The caller's place in the waiting room: position, people ahead, estimated wait, and the
 /// admission token once admitted.
 #[utoipa::path(
     get, path = "/events/{event_id}/queue/me", tag = "queue",
     params(("event_id" = EventId, Path)),
     responses(
-        (status = 200, body = QueueStatus),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "no event, no waiting room, or not in it", body = Problem,
-            content_type = "application/problem+json")
+        (status = 200, description = "the caller's place", body = QueueStatus),
+        QueueMeProblems
     ),
     security(("customer_token" = []))
 )]
@@ -154,6 +228,9 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
         return Ok(None);
     };
     let bad = |detail: String| Problem::bad_request("bad-last-event-id", detail);
+    if value.len() > MAX_POSITION_CHARS {
+        return Err(bad("Last-Event-ID must be PARTITION:OFFSET".into()));
+    }
     let position: Position = value
         .to_str()
         .map_err(|_| bad("Last-Event-ID must be PARTITION:OFFSET".into()))?
@@ -173,21 +250,17 @@ fn last_event_id(headers: &HeaderMap, catalog: &Catalog, event_id: &EventId) -> 
     get, path = "/events/{event_id}/queue/me/stream", tag = "queue",
     params(
         ("event_id" = EventId, Path),
-        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it"),
+        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it",
+            pattern = r"^[0-9]+:[0-9]+$"),
         ("access_token" = Option<String>, Query, description = "the customer token, for clients that cannot send `Authorization` (a browser's `EventSource`)"),
     ),
-    responses(
-        (status = 200, description = "`text/event-stream` of `status` events (data: QueueStatus)", body = QueueStatus,
-            content_type = "text/event-stream"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json")
-    ),
+    responses(QueueStream, QueueStreamProblems),
     security(("customer_token" = []))
 )]
 pub(crate) async fn my_queue_stream(
     State(catalog): State<Arc<Catalog>>,
     Extension(auth): Extension<Arc<Auth>>,
+    Extension(slots): Extension<Arc<StreamSlots>>,
     StreamCustomer(customer): StreamCustomer,
     ApiPath(event_id): ApiPath<EventId>,
     headers: HeaderMap,
@@ -196,6 +269,7 @@ pub(crate) async fn my_queue_stream(
     if queue_status(&catalog, &auth, event_id, &customer).is_none() {
         return Err(not_in_queue(&catalog, &event_id));
     }
+    let slot = slots.acquire(Some(StreamOwner::Customer(customer.clone())))?;
     let partition = partition_of(&event_id, catalog.partitions());
     let applied = catalog
         .watch_applied(partition)
@@ -249,21 +323,21 @@ pub(crate) async fn my_queue_stream(
             return Some((Ok::<_, Infallible>(event), st));
         }
     });
-    Ok(sse(&st_catalog, stream))
+    Ok(sse(&st_catalog, &slots, slot, stream))
 }
 
-/// The stream as an SSE response that ends when the node shuts down.
-fn sse(catalog: &Catalog, stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
-    let stream = stream.take_until(catalog.closed());
+/// The stream as an SSE response that holds `slot` while open, and ends when the node shuts
+/// down or the stream has been idle too long.
+fn sse(
+    catalog: &Catalog,
+    slots: &StreamSlots,
+    slot: StreamSlot,
+    stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+) -> Response {
+    let stream = slots.idle_ends(stream.take_until(catalog.closed()), slot);
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"))
         .into_response()
-}
-
-#[derive(Serialize)]
-struct SeatData<'a> {
-    seats: &'a [SeatId],
-    status: &'static str,
 }
 
 fn delta_event(d: &SeatDelta) -> SseEvent {
@@ -287,23 +361,21 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
     get, path = "/events/{event_id}/seats/stream", tag = "events",
     params(
         ("event_id" = EventId, Path),
-        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it"),
+        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it",
+            pattern = r"^[0-9]+:[0-9]+$"),
     ),
-    responses(
-        (status = 200, description = "`text/event-stream`: `snapshot` (data: AvailabilityMap), `seat` \
-            (data: {\"seats\": [..], \"status\": \"held\"|\"booked\"|\"available\"}), `reset`",
-            content_type = "text/event-stream"),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 503, body = Problem, content_type = "application/problem+json")
-    )
+    responses(SeatStream, SeatStreamProblems)
 )]
 pub(crate) async fn seat_stream(
     State(catalog): State<Arc<Catalog>>,
+    Extension(slots): Extension<Arc<StreamSlots>>,
+    client: Option<Extension<ClientAddr>>,
     ApiPath(event_id): ApiPath<EventId>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let resume = last_event_id(&headers, &catalog, &event_id)?;
+    // Before any journal read: a refused stream costs nothing.
+    let slot = slots.acquire(client.map(|Extension(c)| StreamOwner::Address(c.key())))?;
     let partition = partition_of(&event_id, catalog.partitions());
     // Subscribe before reading anything, so no batch falls between what is read and what is pushed.
     let rx = catalog
@@ -382,5 +454,5 @@ pub(crate) async fn seat_stream(
             }
         }
     });
-    Ok(sse(&catalog, stream))
+    Ok(sse(&catalog, &slots, slot, stream))
 }

@@ -383,6 +383,15 @@ fn search_problem(e: SearchError) -> Problem {
     }
 }
 
+frontrow_http::problems! {
+    /// What a search refuses with.
+    SearchProblems = [&[
+        Cause::new(400, "Empty query or malformed parameter"),
+        Cause::new(422, "Query too long or without words, inverted dates, page out of range"),
+        Cause::new(503, "The search backend is unavailable; retry after `Retry-After` seconds"),
+    ]];
+}
+
 /// Finds events by artist, title, venue, city or genre, with typos forgiven and the last word
 /// matched as a prefix; filters by city, start date and seats left.
 #[utoipa::path(
@@ -393,12 +402,7 @@ fn search_problem(e: SearchError) -> Problem {
     responses(
         (status = 200, description = "One page of events, best match first", body = SearchResponse,
             headers(("Cache-Control" = String), ("FrontRow-Cache" = String, description = "`hit` or `miss`"))),
-        (status = 400, description = "Empty query or malformed parameter", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "Query too long or without words, inverted dates, page out of range",
-            body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The search backend is unavailable", body = Problem,
-            content_type = "application/problem+json", headers(("Retry-After" = u32))),
+        SearchProblems,
     )
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -411,13 +415,16 @@ async fn search(
     let (body, cached) = match state.cache.get(&checked.key, generation) {
         Some(body) => (body, "hit"),
         None => {
+            let started = std::time::Instant::now();
             let results = state.index.search(&checked.query).await.map_err(search_problem)?;
+            metrics::histogram!("frontrow_search_backend_seconds").record(started.elapsed().as_secs_f64());
             let view = response(&checked.query, results);
             let body = Bytes::from(serde_json::to_vec(&view).map_err(Problem::internal)?);
             state.cache.put(checked.key, generation, body.clone());
             (body, "miss")
         }
     };
+    metrics::counter!("frontrow_search_requests_total", "cache" => cached).increment(1);
     let headers = [
         (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         (CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL_VALUE)),

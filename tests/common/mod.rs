@@ -16,10 +16,10 @@ use frontrow_schema::{CustomerId, EventId, decode};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
-pub const ORGANIZER_KEY: &str = "acme-key";
-pub const OTHER_ORGANIZER_KEY: &str = "other-key";
-pub const WEBHOOK_SECRET: &str = "whsec_test_secret";
-pub const TOKEN_SECRET: &str = "test-token-secret";
+pub const ORGANIZER_KEY: &str = "acme-key-0123456789abcdef0123456789";
+pub const OTHER_ORGANIZER_KEY: &str = "other-key-0123456789abcdef0123456789";
+pub const WEBHOOK_SECRET: &str = "whsec_test_secret_0123456789abcdef";
+pub const TOKEN_SECRET: &str = "test-token-secret-0123456789abcdef";
 
 pub struct TestApp {
     pub base: String,
@@ -43,6 +43,8 @@ pub fn settings(dir: &std::path::Path) -> Settings {
         webhook_secret: Some(SecretString::from(WEBHOOK_SECRET)),
         organizers,
         sample_event: false,
+        // Tests send bursts from 127.0.0.1; those about the limits turn them on.
+        limits: frontrow_http::limits::Limits::off(),
         ..Settings::default()
     }
 }

@@ -6,7 +6,8 @@
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use chrono::{DateTime, Utc};
 use frontrow_http::auth::Customer;
@@ -38,11 +39,22 @@ pub struct DemoToken {
     pub expires_at: DateTime<Utc>,
 }
 
+frontrow_http::problems! {
+    /// What minting a demo token refuses with.
+    TokenProblems = [JSON_BODY, RATE_LIMITED];
+    /// What a demo payment refuses with: its own checks, then whatever the webhook answered.
+    PayProblems = [CUSTOMER_TOKEN, JSON_BODY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(400, "the webhook's `bad-signature` or `malformed-webhook` (never for a delivery the demo signs)"),
+          Cause::new(404, "`event-not-found` / `reservation-not-found`: no such reservation of the caller's"),
+          Cause::new(422, "`bad-outcome` (`outcome` is `succeeded` or `failed`), or the webhook's refusal"),
+          Cause::new(409, "the webhook's refusal of the payment (e.g. `sales-closed`)")]];
+}
+
 /// Demo mode: a customer token for any customer id.
 #[utoipa::path(
     post, path = "/demo/tokens", tag = "demo",
     request_body = DemoTokenRequest,
-    responses((status = 200, body = DemoToken), (status = 422, body = Problem))
+    responses((status = 200, description = "a customer token", body = DemoToken), TokenProblems)
 )]
 pub(super) async fn mint_token(
     State(state): State<CommandState>,
@@ -81,14 +93,14 @@ fn succeeded() -> String {
 #[utoipa::path(
     post, path = "/demo/payments", tag = "demo",
     request_body = DemoPayment,
-    responses((status = 200, body = super::webhooks::WebhookAnswer), (status = 404, body = Problem), (status = 422, body = Problem)),
+    responses((status = 200, description = "the webhook's answer", body = super::webhooks::WebhookAnswer), PayProblems),
     security(("customer_token" = []))
 )]
 pub(super) async fn pay(
     State(state): State<CommandState>,
     Customer(customer): Customer,
     ApiJson(body): ApiJson<DemoPayment>,
-) -> Result<(StatusCode, axum::Json<serde_json::Value>), Problem> {
+) -> Result<Response, Problem> {
     let demo = state
         .demo
         .as_ref()
@@ -127,5 +139,13 @@ pub(super) async fn pay(
     );
     let (status, answer) = demo.simulator.deliver(&event, now).await.map_err(Problem::internal)?;
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-    Ok((status, axum::Json(answer)))
+    let mut response = (status, axum::Json(answer)).into_response();
+    if !status.is_success() {
+        // The webhook refused: its answer is a problem, and says so.
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(frontrow_http::openapi::PROBLEM_JSON),
+        );
+    }
+    Ok(response)
 }

@@ -71,14 +71,28 @@ pub struct EventWritten {
     pub position: Option<String>,
 }
 
+frontrow_http::problems! {
+    /// What creating an event refuses with.
+    CreateProblems = [ORGANIZER_KEY, JSON_BODY, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(409, "`event-exists`: this `Idempotency-Key` already created an event"),
+          Cause::new(422, "`invalid-event` (dates, hold time, order limit, texts, tags) or `invalid-seat-map`")]];
+    /// What replacing a seat map refuses with.
+    SeatMapProblems = [ORGANIZER_KEY, OTHER_ORGANIZER, EVENT_PATH, JSON_BODY, IDEMPOTENCY_KEY, RATE_LIMITED,
+        WRITER_BUSY,
+        &[Cause::new(409, "`onsale-started`: the seat map is fixed once the onsale begins"),
+          Cause::new(422, "`invalid-seat-map`: empty, duplicate codes, unknown tiers, too many seats")]];
+}
+
 /// Create an event. With an `Idempotency-Key`, a retry returns the same event.
 #[utoipa::path(
     post, path = "/events", tag = "organizers",
     request_body = CreateEvent,
-    params(("Idempotency-Key" = Option<String>, Header, description = "makes a retried create return the same event")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes a retried create return the same event",
+        min_length = 1, max_length = 255, pattern = "^[!-~]+$")),
     responses(
-        (status = 201, description = "created (or already created by this key)", body = EventWritten),
-        (status = 401, body = Problem), (status = 409, body = Problem), (status = 422, body = Problem)
+        (status = 201, description = "created (or already created by this key)", body = EventWritten,
+            headers(("Location" = String), ("FrontRow-Position" = String))),
+        CreateProblems
     ),
     security(("organizer_key" = []))
 )]
@@ -139,9 +153,9 @@ pub(super) async fn create_event(
     request_body = SeatMap,
     params(("event_id" = EventId, Path)),
     responses(
-        (status = 200, body = EventWritten),
-        (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
-        (status = 409, description = "the onsale has started", body = Problem), (status = 422, body = Problem)
+        (status = 200, description = "the new seat map is recorded", body = EventWritten,
+            headers(("FrontRow-Position" = String))),
+        SeatMapProblems
     ),
     security(("organizer_key" = []))
 )]

@@ -20,7 +20,6 @@ use frontrow_http::Problem;
 use frontrow_journal::Position;
 use secrecy::SecretString;
 use utoipa::OpenApi;
-use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::domain::Rejection;
@@ -154,16 +153,11 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Problem> {
 }
 
 /// Metadata for the envelopes a request writes: its idempotency key and a correlation id
-/// (the caller's `X-Request-Id` if it is a UUID, else a new one).
+/// (from the request's `X-Request-Id`, see [`frontrow_http::observe::correlation_id`]).
 fn meta(headers: &HeaderMap, idempotency_key: Option<String>) -> Meta {
-    let correlation_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| Uuid::try_parse(v).ok())
-        .unwrap_or_else(Uuid::now_v7);
     Meta {
         idempotency_key,
-        correlation_id: Some(correlation_id),
+        correlation_id: Some(frontrow_http::observe::correlation_id(headers)),
         causation_id: None,
     }
 }

@@ -32,14 +32,15 @@ pub(super) fn routes() -> Router<CommandState> {
 #[serde(deny_unknown_fields)]
 pub struct QueueConfig {
     /// Most fans waiting at once; joining beyond it answers `429` (absent: no limit).
-    #[schema(example = 100000)]
+    // The bounds are the type's: utoipa would document a `u32` as `int32`, half its range.
+    #[schema(example = 100000, value_type = Option<u64>, minimum = 1, maximum = 4294967295_u64)]
     pub max_size: Option<u32>,
     /// Most admitted fans shopping at once (1 to 1000000).
-    #[schema(example = 500)]
+    #[schema(example = 500, minimum = 1, maximum = 1000000)]
     pub max_shoppers: u32,
     /// How long an admission lasts, 60 to 3600 seconds (default 600).
     #[serde(default = "default_admission_secs")]
-    #[schema(example = 600)]
+    #[schema(example = 600, minimum = 60, maximum = 3600)]
     pub admission_secs: u32,
 }
 
@@ -47,12 +48,14 @@ fn default_admission_secs() -> u32 {
     600
 }
 
-/// The waiting room's settings as recorded.
+/// The waiting room's settings as recorded. (Not a flattened [`QueueConfig`]: that schema
+/// allows no other members, as the request refuses unknown fields.)
 #[derive(Debug, Serialize, ToSchema)]
 pub struct QueueOpenedResponse {
     pub event_id: EventId,
-    #[serde(flatten)]
-    pub config: QueueConfig,
+    pub max_size: Option<u32>,
+    pub max_shoppers: u32,
+    pub admission_secs: u32,
     /// Log position of the write (`partition:offset`).
     pub position: Option<String>,
 }
@@ -69,6 +72,25 @@ pub struct QueueTicketResponse {
     pub position: Option<String>,
 }
 
+frontrow_http::problems! {
+    /// What opening a waiting room refuses with.
+    OpenProblems = [ORGANIZER_KEY, OTHER_ORGANIZER, EVENT_PATH, JSON_BODY, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(409, "`onsale-started`: a waiting room opens before the onsale"),
+          Cause::new(422, "`invalid-queue`: `max_shoppers`, `max_size` or `admission_secs` out of range")]];
+    /// What joining the queue refuses with.
+    JoinProblems = [CUSTOMER_TOKEN, EVENT_PATH, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(404, "`no-queue`: the event has no waiting room"),
+          Cause::new(409, "`sold-out` (join the waiting list) or `sales-closed`"),
+          Cause::new(429, "`queue-full`: the queue holds `max_size` fans")]];
+    /// What leaving the queue refuses with.
+    LeaveProblems = [CUSTOMER_TOKEN, EVENT_PATH, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(404, "`no-queue` (the event has no waiting room) or `not-in-queue`")]];
+    /// What joining the waiting list refuses with.
+    WaitlistProblems = [CUSTOMER_TOKEN, EVENT_PATH, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(404, "`no-queue`: the event has no waiting room"),
+          Cause::new(409, "`not-sold-out` (join the queue) or `sales-closed`")]];
+}
+
 /// Put an event behind a virtual waiting room (or change its settings) before the onsale.
 /// From then on reserving needs an admission token. Fans who join before the onsale are
 /// shuffled at the onsale instant by a lottery whose seed is recorded in the log.
@@ -77,10 +99,9 @@ pub struct QueueTicketResponse {
     request_body = QueueConfig,
     params(("event_id" = EventId, Path)),
     responses(
-        (status = 200, body = QueueOpenedResponse),
-        (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
-        (status = 409, description = "the onsale has started", body = Problem),
-        (status = 422, body = Problem)
+        (status = 200, description = "the waiting room's settings as recorded", body = QueueOpenedResponse,
+            headers(("FrontRow-Position" = String))),
+        OpenProblems
     ),
     security(("organizer_key" = []))
 )]
@@ -107,7 +128,9 @@ pub(super) async fn open_queue(
     let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
     let body = QueueOpenedResponse {
         event_id,
-        config,
+        max_size: config.max_size,
+        max_shoppers: config.max_shoppers,
+        admission_secs: config.admission_secs,
         position: outcome.position.map(|p| p.to_string()),
     };
     Ok((position_header(outcome.position), axum::Json(body)))
@@ -167,9 +190,7 @@ async fn send(
     responses(
         (status = 201, description = "a new ticket", body = QueueTicketResponse),
         (status = 200, description = "the ticket the caller had already", body = QueueTicketResponse),
-        (status = 401, body = Problem), (status = 404, description = "no event, or no waiting room", body = Problem),
-        (status = 409, description = "sold out (join the waiting list) or sales closed", body = Problem),
-        (status = 429, description = "the queue is full", body = Problem)
+        JoinProblems
     ),
     security(("customer_token" = []))
 )]
@@ -190,8 +211,8 @@ pub(super) async fn join(
     post, path = "/events/{event_id}/queue/leave", tag = "queue",
     params(("event_id" = EventId, Path)),
     responses(
-        (status = 200, body = QueueTicketResponse),
-        (status = 401, body = Problem), (status = 404, description = "not in the queue", body = Problem)
+        (status = 200, description = "left (or left already)", body = QueueTicketResponse),
+        LeaveProblems
     ),
     security(("customer_token" = []))
 )]
@@ -215,8 +236,7 @@ pub(super) async fn leave(
     responses(
         (status = 201, description = "a new waiting-list ticket", body = QueueTicketResponse),
         (status = 200, description = "the ticket the caller had already", body = QueueTicketResponse),
-        (status = 401, body = Problem), (status = 404, body = Problem),
-        (status = 409, description = "not sold out: join the queue", body = Problem)
+        WaitlistProblems
     ),
     security(("customer_token" = []))
 )]

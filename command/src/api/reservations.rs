@@ -73,6 +73,35 @@ fn respond(status: StatusCode, outcome: Outcome) -> Result<impl IntoResponse, Pr
     Ok((status, position_header(outcome.position), axum::Json(body)))
 }
 
+frontrow_http::problems! {
+    /// What reserving refuses with.
+    ReserveProblems = [CUSTOMER_TOKEN, EVENT_PATH, JSON_BODY, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(400, "`idempotency-key-required`: reserving needs an `Idempotency-Key`"),
+          Cause::new(403, "`admission-required`, `admission-invalid`, `admission-expired`, \
+              `admission-wrong-event`: the event has a waiting room and the admission token is missing, \
+              forged, another customer's, expired or for another event"),
+          Cause::new(409, "`seats-unavailable` (`seats` lists them), `no-adjacent-seats`, `not-on-sale` \
+              (`onsale_at` says when), `sales-closed`, `admission-spent`, `admission-in-use` \
+              (`reservation_id` names the hold), or the customer's seat limit for the event is reached"),
+          Cause::new(422, "`bad-selection` (neither or both of `seats` and `best_available`), \
+              `bad-seat-count` (`max_seats`), `duplicate-seat`, `unknown-seats`, `unknown-section`, \
+              `idempotency-key-reused` (the key was used for a different request)")]];
+    /// What reading a reservation refuses with.
+    ReadProblems = [CUSTOMER_TOKEN, EVENT_PATH, RESERVATION_PATH, RATE_LIMITED, WRITER_BUSY];
+    /// What releasing a hold refuses with.
+    ReleaseProblems = [CUSTOMER_TOKEN, EVENT_PATH, RESERVATION_PATH, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(409, "`already-booked`: a booking is cancelled, not released")]];
+    /// What cancelling a booking refuses with.
+    CancelProblems = [CUSTOMER_TOKEN, EVENT_PATH, RESERVATION_PATH, IDEMPOTENCY_KEY, RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(409, "`not-booked` (only a booking can be cancelled) or `sales-closed` (the event has started)")]];
+}
+
+/// The reservation id of the path is unknown, or someone else's.
+const RESERVATION_PATH: &[frontrow_http::openapi::Cause] = &[frontrow_http::openapi::Cause::new(
+    404,
+    "`reservation-not-found`: no such reservation of the caller's (another customer's is not found either)",
+)];
+
 /// Hold seats for payment. Requires an `Idempotency-Key`: a retry with the same key and the
 /// same request answers with the same reservation and holds nothing more. For an event with a
 /// waiting room it also needs the caller's admission token (`FrontRow-Admission` header or
@@ -84,16 +113,14 @@ fn respond(status: StatusCode, outcome: Outcome) -> Result<impl IntoResponse, Pr
     request_body = ReserveRequest,
     params(
         ("event_id" = EventId, Path),
-        ("Idempotency-Key" = String, Header, description = "required; one per intended reservation"),
+        ("Idempotency-Key" = String, Header, description = "required; one per intended reservation",
+            min_length = 1, max_length = 255, pattern = "^[!-~]+$"),
         ("FrontRow-Admission" = Option<String>, Header, description = "admission token, for events with a waiting room"),
     ),
     responses(
-        (status = 201, body = ReservationResponse),
-        (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem),
-        (status = 403, description = "admission token missing, forged, expired or for another event", body = Problem),
-        (status = 409, description = "seats taken, not on sale, admission spent or in use", body = Problem),
-        (status = 422, body = Problem),
-        (status = 503, description = "overloaded; see Retry-After", body = Problem)
+        (status = 201, description = "the seats are held until `hold_until`", body = ReservationResponse,
+            headers(("FrontRow-Position" = String))),
+        ReserveProblems
     ),
     security(("customer_token" = []))
 )]
@@ -166,7 +193,7 @@ fn admission_problem(e: AdmissionError) -> Problem {
 #[utoipa::path(
     get, path = "/events/{event_id}/reservations/{reservation_id}", tag = "customers",
     params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
-    responses((status = 200, body = ReservationResponse), (status = 401, body = Problem), (status = 404, body = Problem)),
+    responses((status = 200, description = "the reservation", body = ReservationResponse), ReadProblems),
     security(("customer_token" = []))
 )]
 pub(super) async fn get_reservation(
@@ -188,8 +215,9 @@ pub(super) async fn get_reservation(
     post, path = "/events/{event_id}/reservations/{reservation_id}/release", tag = "customers",
     params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
     responses(
-        (status = 200, body = ReservationResponse), (status = 401, body = Problem), (status = 404, body = Problem),
-        (status = 409, description = "already booked: cancel instead", body = Problem)
+        (status = 200, description = "released (or released already)", body = ReservationResponse,
+            headers(("FrontRow-Position" = String))),
+        ReleaseProblems
     ),
     security(("customer_token" = []))
 )]
@@ -228,8 +256,9 @@ async fn on_reservation(
     post, path = "/events/{event_id}/reservations/{reservation_id}/cancel", tag = "customers",
     params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
     responses(
-        (status = 200, body = ReservationResponse), (status = 401, body = Problem), (status = 404, body = Problem),
-        (status = 409, description = "not booked, or the event has started", body = Problem)
+        (status = 200, description = "cancelled and refunded (or cancelled already)", body = ReservationResponse,
+            headers(("FrontRow-Position" = String))),
+        CancelProblems
     ),
     security(("customer_token" = []))
 )]

@@ -34,16 +34,24 @@ pub struct WebhookAnswer {
     pub reservation_status: Option<&'static str>,
 }
 
+frontrow_http::problems! {
+    /// What the webhook refuses with. Nothing is parsed before the signature is checked.
+    WebhookProblems = [RATE_LIMITED, WRITER_BUSY,
+        &[Cause::new(400, "`bad-signature` (missing, malformed, stale or wrong `Stripe-Signature`) or \
+              `malformed-webhook` (a signed body that is not a provider event)"),
+          Cause::new(404, "`event-not-found` / `reservation-not-found`: the metadata names no known reservation"),
+          Cause::new(413, "`body-too-large`: the body is larger than the server accepts (`max_body_bytes`)"),
+          Cause::new(422, "`bad-payment-metadata`, `bad-provider-ids` or `bad-currency`")]];
+}
+
 /// Payment provider webhook (Stripe-style signed deliveries).
 #[utoipa::path(
     post, path = "/webhooks/payments", tag = "payments",
     request_body = ProviderEvent,
     params(("Stripe-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256 of \"t.body\">")),
     responses(
-        (status = 200, body = WebhookAnswer),
-        (status = 400, description = "bad or stale signature, malformed body", body = Problem),
-        (status = 404, description = "unknown reservation", body = Problem),
-        (status = 422, body = Problem)
+        (status = 200, description = "applied, or applied before (`duplicate`)", body = WebhookAnswer),
+        WebhookProblems
     )
 )]
 pub(super) async fn payment_webhook(

@@ -1,0 +1,159 @@
+//! What an operator relies on, on one node: request ids, compressed answers, readiness and the
+//! version a binary reports.
+
+mod common;
+
+use std::io::Read;
+
+use common::TestApp;
+use frontrow_schema::decode;
+use serde_json::{Value, json};
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out).unwrap();
+    out
+}
+
+#[tokio::test]
+async fn a_request_id_is_echoed_and_becomes_the_correlation_id() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+
+    // No id: one is made and answered.
+    let res = app.client.get(app.url("/health")).send().await.unwrap();
+    let made = res.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(uuid::Uuid::try_parse(&made).is_ok(), "{made}");
+
+    // The caller's UUID comes back and is the reservation's correlation id in the log.
+    let id = uuid::Uuid::now_v7();
+    let res = app
+        .client
+        .post(app.url(&format!("/events/{event}/reservations")))
+        .bearer_auth(app.token("alice"))
+        .header("idempotency-key", "rid-1")
+        .header("x-request-id", id.to_string())
+        .json(&json!({"seats": ["A-1-1"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(res.headers()["x-request-id"], id.to_string().as_str());
+    let body: Value = res.json().await.unwrap();
+    let position: frontrow_journal::Position = body["position"].as_str().unwrap().parse().unwrap();
+    let batch = app.journal.read(position.partition, position.offset, 1).await.unwrap();
+    let envelope = decode(&batch.records[0].value).unwrap();
+    assert_eq!(envelope.correlation_id, Some(id));
+
+    // A caller's id that is not a UUID is echoed as it came; an unusable one is replaced.
+    let res = app
+        .client
+        .get(app.url("/health"))
+        .header("x-request-id", "checkout-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["x-request-id"], "checkout-42");
+    let long = "x".repeat(500);
+    let res = app
+        .client
+        .get(app.url("/health"))
+        .header("x-request-id", &long)
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(res.headers()["x-request-id"], long.as_str());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_compressed_map_decompresses_to_the_plain_one() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let url = app.url(&format!("/events/{event}/availability"));
+    // A client that shows the bytes as sent (reqwest would otherwise inflate them itself).
+    let client = reqwest::Client::builder().no_gzip().build().unwrap();
+    let plain = client.get(&url).send().await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain_tag = plain.headers()["etag"].to_str().unwrap().to_owned();
+    let plain = plain.bytes().await.unwrap();
+
+    let gz = client
+        .get(&url)
+        .header("accept-encoding", "br;q=0, gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gz.status(), 200);
+    assert_eq!(gz.headers()["content-encoding"], "gzip");
+    assert_eq!(gz.headers()["vary"], "accept-encoding");
+    let gz_tag = gz.headers()["etag"].to_str().unwrap().to_owned();
+    assert_ne!(gz_tag, plain_tag, "another representation has its own strong tag");
+    let compressed = gz.bytes().await.unwrap();
+    assert!(compressed.len() < plain.len());
+    assert_eq!(gunzip(&compressed), plain.to_vec());
+
+    // Revalidation of the compressed copy is a 304.
+    let again = client
+        .get(&url)
+        .header("accept-encoding", "gzip")
+        .header("if-none-match", &gz_tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+
+    // Refusing gzip gets the plain map; other JSON answers are compressed by the middleware.
+    let refused = client
+        .get(&url)
+        .header("accept-encoding", "gzip;q=0")
+        .send()
+        .await
+        .unwrap();
+    assert!(refused.headers().get("content-encoding").is_none());
+    let doc = client
+        .get(app.url("/openapi.json"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(doc.headers()["content-encoding"], "gzip");
+    let doc: Value = serde_json::from_slice(&gunzip(&doc.bytes().await.unwrap())).unwrap();
+    assert_eq!(doc["info"]["title"], "FrontRow");
+    // A small answer is not worth compressing.
+    let small = client
+        .get(app.url("/health"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert!(small.headers().get("content-encoding").is_none());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_single_node_is_ready_once_it_serves_every_partition() {
+    let app = TestApp::spawn().await;
+    let res = app.client.get(app.url("/ready")).send().await.unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    app.stop().await;
+}
+
+#[test]
+fn the_binary_reports_the_commit_it_was_built_from() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(frontrow::BUILD_COMMIT), "{text}");
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    if let Some(head) = head {
+        assert!(text.contains(&head), "--version says {text}, HEAD is {head}");
+    }
+}

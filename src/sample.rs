@@ -82,6 +82,7 @@ pub fn event(now: DateTime<Utc>) -> EventScheduled {
         onsale_at: now - Duration::minutes(1),
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 8,
+        max_seats_per_customer: None,
         currency: Currency::parse("EUR").expect("valid currency"),
         seat_map: arena(),
     }

@@ -72,6 +72,48 @@ fn event_body() -> Value {
     })
 }
 
+/// One test's cluster: a topic of its own, the nodes' data directories, an HTTP client and
+/// customer tokens.
+struct Cluster {
+    topic: String,
+    journal: String,
+    dirs: Vec<tempfile::TempDir>,
+    client: reqwest::Client,
+    auth: Auth,
+}
+
+impl Cluster {
+    fn new() -> Self {
+        let topic = format!("frontrow.test.cluster.{}", uuid::Uuid::new_v4().simple());
+        Self {
+            journal: format!("kafka://{}/{topic}", brokers()),
+            topic,
+            dirs: Vec::new(),
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(15))
+                .build()
+                .unwrap(),
+            auth: Auth::new(SecretString::from(TOKEN_SECRET), []),
+        }
+    }
+
+    /// Starts a node of `role` on the cluster's topic.
+    fn node(&mut self, role: &str) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let node = node(role, &self.journal, dir.path());
+        self.dirs.push(dir);
+        node
+    }
+
+    fn token(&self, customer: &str) -> String {
+        self.auth.mint(
+            &CustomerId::parse(customer).unwrap(),
+            Utc::now(),
+            Utc::now() + chrono::Duration::hours(1),
+        )
+    }
+}
+
 /// Retries a request while the answer is a 503 (no owner yet, or a failover in progress).
 async fn until_served(mut send: impl FnMut() -> reqwest::RequestBuilder, deadline: Duration) -> reqwest::Response {
     let start = std::time::Instant::now();
@@ -89,35 +131,24 @@ async fn until_served(mut send: impl FnMut() -> reqwest::RequestBuilder, deadlin
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs kafka: run the README's test command"]
-async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
-    let topic = format!("frontrow.test.cluster.{}", uuid::Uuid::new_v4().simple());
-    let journal = format!("kafka://{}/{topic}", brokers());
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let a = node("command", &journal, dirs[0].path());
-    let b = node("command", &journal, dirs[1].path());
-    let q = node("query", &journal, dirs[2].path());
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .unwrap();
-    let auth = Auth::new(SecretString::from(TOKEN_SECRET), []);
-    let token = |c: &str| {
-        auth.mint(
-            &CustomerId::parse(c).unwrap(),
-            Utc::now(),
-            Utc::now() + chrono::Duration::hours(1),
-        )
-    };
-
-    // Create through A with an Idempotency-Key: the id is fixed, so A forwards if B owns it.
+/// Creates the test event through A (with an Idempotency-Key: the id is fixed, so A forwards if
+/// B owns it), then waits until the group has settled: through both nodes, a reserve of a seat
+/// that does not exist reaches a writer that knows the event (422 unknown seat; nothing is
+/// written), where a missing owner answers 503 and a stale one would say the event does not
+/// exist.
+async fn create_settled(
+    client: &reqwest::Client,
+    a: &Node,
+    b: &Node,
+    token: &impl Fn(&str) -> String,
+    key: &str,
+) -> EventId {
     let res = until_served(
         || {
             client
                 .post(format!("{}/events", a.base))
                 .header("x-api-key", ORGANIZER_KEY)
-                .header("idempotency-key", "cluster-event")
+                .header("idempotency-key", key)
                 .json(&event_body())
         },
         Duration::from_secs(60),
@@ -129,10 +160,6 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         .unwrap()
         .parse()
         .unwrap();
-
-    // Wait until the group has settled: through both nodes, a reserve of a seat that does not
-    // exist reaches a writer that knows the event (422 unknown seat; nothing is written), where a
-    // missing owner answers 503 and a stale one would say the event does not exist.
     for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
         let res = until_served(
             || {
@@ -147,6 +174,18 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         .await;
         assert_eq!(res.status(), 422, "{}", res.text().await.unwrap());
     }
+    event
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
+    let mut cluster = Cluster::new();
+    let (a, b, q) = (cluster.node("command"), cluster.node("command"), cluster.node("query"));
+    let (client, topic) = (cluster.client.clone(), cluster.topic.clone());
+    let token = |c: &str| cluster.token(c);
+
+    let event = create_settled(&client, &a, &b, &token, "cluster-event").await;
 
     // 400 fans race through both nodes for 100 seats.
     let all: Vec<String> = (1..=4)
@@ -291,6 +330,58 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         status, 409,
         "a seat held before the failover is still held after it: {body}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
+    let mut cluster = Cluster::new();
+    let (a, b) = (cluster.node("command"), cluster.node("command"));
+    let (client, topic) = (cluster.client.clone(), cluster.topic.clone());
+    let token = |c: &str| cluster.token(c);
+    let event = create_settled(&client, &a, &b, &token, "limit-event").await;
+
+    // 60 best-available orders of 4 (the event's limit) by one customer, half through each
+    // node, each with a fresh Idempotency-Key, all at once.
+    let tasks: Vec<_> = (0..60)
+        .map(|i: usize| {
+            let base = if i.is_multiple_of(2) { &a.base } else { &b.base };
+            let url = format!("{base}/events/{event}/reservations");
+            let (client, token) = (client.clone(), token("mallory"));
+            tokio::spawn(async move {
+                let res = until_served(
+                    || {
+                        client
+                            .post(&url)
+                            .bearer_auth(&token)
+                            .header("idempotency-key", format!("flood-{i}"))
+                            .json(&json!({"best_available": {"section": "A", "count": 4}}))
+                    },
+                    Duration::from_secs(60),
+                )
+                .await;
+                (res.status().as_u16(), res.json::<Value>().await.unwrap())
+            })
+        })
+        .collect();
+    let mut held = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            (201, body) => held += body["seats"].as_array().unwrap().len(),
+            (409, body) => assert_eq!(body["type"], "urn:frontrow:problem:customer-limit", "{body}"),
+            (status, body) => panic!("unexpected {status}: {body}"),
+        }
+    }
+    assert_eq!(held, 4, "one order's worth, whichever node answered");
+    // The log says the same.
+    let log = KafkaJournal::connect(KafkaSettings {
+        topic,
+        ..KafkaSettings::new(brokers(), 4)
+    })
+    .await
+    .unwrap();
+    let states = replay(&log).await;
+    assert_eq!(states[&event].live_seats_of(&CustomerId::parse("mallory").unwrap()), 4);
 }
 
 /// Polls `url` until it answers `want`, returning the last status seen.

@@ -12,14 +12,6 @@ use common::*;
 use frontrow_schema::{CustomerId, EventId, decode};
 use serde_json::{Value, json};
 
-async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {
-    assert_eq!(res.status(), status, "status");
-    assert_eq!(res.headers()["content-type"], "application/problem+json");
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(body["type"], format!("urn:frontrow:problem:{kind}"), "{body}");
-    body
-}
-
 /// One server-sent event.
 #[derive(Debug, Clone)]
 struct Sse {

@@ -39,17 +39,18 @@ fn start(data_dir: &std::path::Path, journal: &str) -> Server {
     Server { child, base }
 }
 
-async fn token(client: &reqwest::Client, base: &str, customer: &str) -> String {
+/// A demo token for `customer`, or `None` once the server is gone.
+async fn token(client: &reqwest::Client, base: &str, customer: &str) -> Option<String> {
     let res: Value = client
         .post(format!("{base}/demo/tokens"))
         .json(&json!({ "customer": customer }))
         .send()
         .await
-        .unwrap()
+        .ok()?
         .json()
         .await
-        .unwrap();
-    res["token"].as_str().unwrap().to_owned()
+        .ok()?;
+    Some(res["token"].as_str()?.to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,15 +79,18 @@ async fn kill_dash_nine(journal: &str) {
         .unwrap();
     let mut server = start(dir.path(), journal);
     let base = server.base.clone();
-    let token = token(&client, &base, "loadfan").await;
 
     // Reservations stream in from 8 clients; the process is killed while they are in flight.
-    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Vec<String>)>::new()));
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Vec<String>, String)>::new()));
     let mut tasks = Vec::new();
     for worker in 0..8 {
-        let (client, base, token, acknowledged) = (client.clone(), base.clone(), token.clone(), acknowledged.clone());
+        let (client, base, acknowledged) = (client.clone(), base.clone(), acknowledged.clone());
         tasks.push(tokio::spawn(async move {
             for i in 0..200 {
+                // A fan per reservation: one customer may hold only one order's worth of seats.
+                let Some(token) = token(&client, &base, &format!("loadfan{worker}-{i}")).await else {
+                    break;
+                };
                 let section = 201 + (worker * 2 + i % 2);
                 let res = client
                     .post(format!("{base}/events/{SAMPLE}/reservations"))
@@ -103,10 +107,11 @@ async fn kill_dash_nine(journal: &str) {
                         .unwrap()
                         .iter()
                         .map(|s| s.as_str().unwrap().to_owned());
-                    acknowledged
-                        .lock()
-                        .unwrap()
-                        .push((body["reservation_id"].as_str().unwrap().to_owned(), seats.collect()));
+                    acknowledged.lock().unwrap().push((
+                        body["reservation_id"].as_str().unwrap().to_owned(),
+                        seats.collect(),
+                        token,
+                    ));
                 }
             }
         }));
@@ -128,10 +133,10 @@ async fn kill_dash_nine(journal: &str) {
 
     let mut server = start(dir.path(), journal);
     let base = server.base.clone();
-    for (rid, seats) in &acknowledged {
+    for (rid, seats, token) in &acknowledged {
         let res = client
             .get(format!("{base}/events/{SAMPLE}/reservations/{rid}"))
-            .bearer_auth(&token)
+            .bearer_auth(token)
             .send()
             .await
             .unwrap();
@@ -180,7 +185,7 @@ async fn kill_dash_nine(journal: &str) {
         }
     }
     let mut seen = HashSet::new();
-    for (_, seats) in &acknowledged {
+    for (_, seats, _) in &acknowledged {
         for s in seats {
             assert!(seen.insert(s.clone()), "seat {s} acknowledged twice");
             assert!(held.contains(s), "acknowledged seat {s} not held after restart");
@@ -190,7 +195,7 @@ async fn kill_dash_nine(journal: &str) {
     assert!(held.len() >= seen.len());
 
     // A webhook is applied once, forever: its provider event id survives another kill -9.
-    let (rid, _) = &acknowledged[0];
+    let (rid, _, _) = &acknowledged[0];
     let booked = deliver(&client, &base, dir.path(), rid).await;
     assert_eq!(booked["outcome"], "booked");
     server.child.kill().unwrap();

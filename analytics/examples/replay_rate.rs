@@ -119,6 +119,7 @@ async fn event_log(
         onsale_at: onsale,
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
+        max_seats_per_customer: None,
         currency: eur,
         seat_map: map,
     };

@@ -17,6 +17,7 @@ use frontrow_http::auth::Organizer;
 use frontrow_http::{ApiPath, Problem};
 use frontrow_journal::Journal;
 use frontrow_projector::{SeatHistory, SeatHistoryEntry};
+use frontrow_query::replays::{Replayer, replay_permit};
 use frontrow_schema::{EventId, SeatId};
 use utoipa::OpenApi;
 
@@ -69,8 +70,9 @@ async fn seat_history(
     ApiPath((event_id, seat)): ApiPath<(EventId, SeatId)>,
     Organizer(organizer): Organizer,
 ) -> Result<Json<SeatHistory>, Problem> {
-    // Past maps and seat histories share the node's few places for request-time replays.
-    let _permit = frontrow_query::api::replay_permit().ok_or_else(|| {
+    // Organizers' seat histories have places of their own among the node's request-time
+    // replays: anonymous past maps and stream resumes cannot take them all.
+    let _permit = replay_permit(Replayer::Organizer).ok_or_else(|| {
         Problem::overloaded("this node is already replaying the log for other requests; retry shortly")
     })?;
     let Some((owner, history)) = seat_history_with_organizer(journal.as_ref(), event_id, &seat)

@@ -207,7 +207,9 @@ struct EventFold {
     converted: u64,
     pay_ms: Vec<i64>,
     payments: i64,
-    /// Per (section index, tier code): seats booked, gross, seats refunded, refunded.
+    /// Per (section index, tier code): seats booked, gross, seats refunded, refunded. Money
+    /// adds up saturating, never wrapping: with prices bounded (`MAX_PRICE`) no real log comes
+    /// near `i64::MAX`; only events recorded before the bound could.
     revenue: BTreeMap<(usize, String), (u64, i64, u64, i64)>,
     /// `Some` once the log shows the event had a queue.
     queue: Option<QueueFold>,
@@ -335,13 +337,13 @@ impl EventFold {
                         let (section, tier, price) = self.place(i);
                         let line = self.revenue.entry((section, tier)).or_default();
                         line.0 += 1;
-                        line.1 += price;
+                        line.1 = line.1.saturating_add(price);
                     }
                 }
                 counts.bookings = 1;
                 counts.seats_booked = seats.len() as u64;
                 if counted {
-                    self.payments += e.payment.amount.amount;
+                    self.payments = self.payments.saturating_add(e.payment.amount.amount);
                     if let Some(hold) = self.reservations.get(&e.reservation_id)
                         && hold.counted
                     {
@@ -360,7 +362,7 @@ impl EventFold {
                         let (section, tier, price) = self.place(i);
                         let line = self.revenue.entry((section, tier)).or_default();
                         line.2 += 1;
-                        line.3 += price;
+                        line.3 = line.3.saturating_add(price);
                     }
                     self.set(i, Seat::Available);
                     self.sold_at[i as usize] = None;
@@ -448,8 +450,8 @@ impl EventFold {
             ..Revenue::default()
         };
         for ((section, tier), (seats_booked, gross, seats_refunded, refunded)) in &self.revenue {
-            revenue.gross += gross;
-            revenue.refunded += refunded;
+            revenue.gross = revenue.gross.saturating_add(*gross);
+            revenue.refunded = revenue.refunded.saturating_add(*refunded);
             revenue.lines.push(RevenueLine {
                 section: map.sections[*section].code.to_string(),
                 tier: tier.clone(),
@@ -457,10 +459,10 @@ impl EventFold {
                 gross: *gross,
                 seats_refunded: *seats_refunded,
                 refunded: *refunded,
-                net: gross - refunded,
+                net: gross.saturating_sub(*refunded),
             });
         }
-        revenue.net = revenue.gross - revenue.refunded;
+        revenue.net = revenue.gross.saturating_sub(revenue.refunded);
         let mut held: Vec<(u64, u32)> = self
             .holds_per_seat
             .iter()
@@ -775,6 +777,7 @@ mod tests {
             onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),
             max_seats_per_order: 2,
+            max_seats_per_customer: None,
             currency: Currency::parse("EUR").unwrap(),
             seat_map,
         }

@@ -165,6 +165,8 @@ impl Sim {
             onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),
             max_seats_per_order: 6,
+            // A few simulated customers buy again and again: the per-customer limit stays out of the way.
+            max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
             currency: Currency::parse("EUR").unwrap(),
             seat_map,
         };

@@ -106,6 +106,8 @@ async fn the_map_at_an_instant_equals_the_map_read_live_then() {
         onsale_at: onsale,
         hold_minutes: HoldMinutes::new(5).unwrap(),
         max_seats_per_order: 6,
+        // A few simulated customers buy again and again: the per-customer limit stays out of the way.
+        max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
         currency: Currency::parse("EUR").unwrap(),
         seat_map: map,
     })))
@@ -328,6 +330,8 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
             onsale_at: start,
             hold_minutes: HoldMinutes::new(15).unwrap(),
             max_seats_per_order: 6,
+            // A few simulated customers buy again and again: the per-customer limit stays out of the way.
+            max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
             currency: Currency::parse("EUR").unwrap(),
             seat_map: map.clone(),
         }))

@@ -28,10 +28,13 @@ pub(crate) async fn post_event(
     city: &str,
     onsale_at: chrono::DateTime<chrono::Utc>,
 ) -> anyhow::Result<Value> {
+    // The harness's few hundred customers stand in for many more fans, each reserving again
+    // and again: the event lets one customer have up to 1000 seats (the most an organizer may
+    // allow), so that the per-customer limit does not cut the races short.
     let body = json!({
         "title": title, "artist": artist, "venue": "Riverside Arena", "city": city,
         "starts_at": chrono::Utc::now() + chrono::Duration::days(30), "onsale_at": onsale_at,
-        "hold_minutes": 15, "max_seats_per_order": 8, "currency": "EUR",
+        "hold_minutes": 15, "max_seats_per_order": 8, "max_seats_per_customer": 1000, "currency": "EUR",
         "seat_map": frontrow::sample::arena(),
     });
     let res = http

@@ -103,6 +103,7 @@ async fn generate(journal: &dyn Journal, total: usize) {
                 onsale_at: now - Duration::minutes(1),
                 hold_minutes: HoldMinutes::DEFAULT,
                 max_seats_per_order: 4,
+                max_seats_per_customer: None,
                 currency: Currency::parse("EUR").unwrap(),
                 seat_map: arena(),
             };

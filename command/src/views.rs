@@ -32,7 +32,7 @@ pub struct ReservationView {
 pub struct RefundView {
     pub payment_intent: String,
     pub amount: Money,
-    /// `seats_taken`, `duplicate_payment`, `amount_mismatch` or `booking_cancelled`.
+    /// `seats_taken`, `duplicate_payment`, `amount_mismatch`, `booking_cancelled` or `customer_limit`.
     #[schema(value_type = String, example = "seats_taken")]
     pub reason: RefundReason,
 }

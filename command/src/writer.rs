@@ -9,7 +9,9 @@
 //!
 //! If an append fails, nothing of the batch was acknowledged: every caller gets
 //! [`CommandError::Unavailable`] and the writer rebuilds its state from the journal before it
-//! decides anything else, so the in-memory state never runs ahead of the log.
+//! decides anything else, so the in-memory state never runs ahead of the log. Until it has, it
+//! stores no snapshot either (not even at a graceful stop): a snapshot is only ever of a state
+//! the log has.
 //!
 //! Nor may it fall behind the log. Fencing makes a superseded writer's *appends* fail, but a
 //! batch that appends nothing (refusals, retries of finished commands, reads) is answered from
@@ -606,7 +608,8 @@ impl Writer {
                 }
             }
         }
-        // A graceful stop leaves a fresh snapshot, so the next start replays nothing.
+        // A graceful stop leaves a fresh snapshot, so the next start replays nothing (unless
+        // an append failed since the last restore: then the next start replays the tail).
         if !self.fenced && self.since_snapshot > 0 && self.snapshot_every > 0 {
             self.snapshot();
         }
@@ -678,7 +681,19 @@ impl Writer {
 
     /// Stores a snapshot of the partition's current (durable) state in the background; skipped
     /// while the previous one is still being stored.
+    ///
+    /// Never after a failed append until the state is restored: the memory then still holds
+    /// the refused batch's events, which the log does not have. A snapshot of it would bring
+    /// them back on the next start (a retried webhook answered "duplicate" for a sale the log
+    /// never recorded).
     fn snapshot(&mut self) {
+        if self.needs_restore {
+            warn!(
+                partition = self.partition,
+                "snapshot skipped: the state has not been restored since a failed append"
+            );
+            return;
+        }
         if self.saving.as_ref().is_some_and(|t| !t.is_finished()) {
             return;
         }

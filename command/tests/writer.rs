@@ -88,6 +88,7 @@ fn event(clock: &dyn Clock) -> EventScheduled {
         onsale_at: clock.now() - Duration::minutes(1),
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 4,
+        max_seats_per_customer: None,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: map,
     }
@@ -336,18 +337,7 @@ async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
     let from_snapshot = views(Writers::start(gate(&dir), clock.clone(), every(0)).await.unwrap()).await;
     assert_eq!(from_snapshot[1].status, "held");
     assert_eq!(from_snapshot[0].status, "released");
-    let dir2 = tempfile::tempdir().unwrap();
-    // The journal is in WAL mode: its recent pages live in the -wal file.
-    for file in ["j.db", "j.db-wal"] {
-        if dir.path().join(file).exists() {
-            std::fs::copy(dir.path().join(file), dir2.path().join(file)).unwrap();
-        }
-    }
-    let replay_journal = gate(&dir2);
-    replay_journal
-        .save_snapshot(0, b"not a snapshot".to_vec())
-        .await
-        .unwrap();
+    let (_copy, replay_journal) = replay_copy(&dir).await;
     let replayed = views(Writers::start(replay_journal, clock.clone(), every(0)).await.unwrap()).await;
     assert_eq!(from_snapshot, replayed);
 }
@@ -520,4 +510,73 @@ async fn a_superseded_writer_on_kafka_answers_nothing_from_the_past() {
         };
         a_superseded_writer_answers_nothing_from_the_past(connect().await, connect().await, ask).await;
     }
+}
+
+/// A copy of the journal in `dir` whose snapshot is unreadable, so a writer started on it
+/// replays the whole log. The journal is in WAL mode: its recent pages live in the -wal file.
+async fn replay_copy(dir: &tempfile::TempDir) -> (tempfile::TempDir, Arc<Gate>) {
+    let copy = tempfile::tempdir().unwrap();
+    for file in ["j.db", "j.db-wal"] {
+        if dir.path().join(file).exists() {
+            std::fs::copy(dir.path().join(file), copy.path().join(file)).unwrap();
+        }
+    }
+    let journal = gate(&copy);
+    journal.save_snapshot(0, b"not a snapshot".to_vec()).await.unwrap();
+    (copy, journal)
+}
+
+fn paid(event_id: EventId, held: &Outcome, provider_event_id: &str) -> Request {
+    let r = held.reservation.as_ref().unwrap();
+    Request::Command {
+        event_id,
+        command: Command::PaymentSucceeded {
+            reservation_id: r.reservation_id,
+            payment: Payment {
+                provider_event_id: provider_event_id.into(),
+                payment_intent: "pi_1".into(),
+                amount: r.amount,
+            },
+        },
+        meta: Meta::default(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_after_a_failed_append_snapshots_only_what_the_log_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let info = event(clock.as_ref());
+    let id = info.event_id;
+    let journal = gate(&dir);
+    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    schedule(&writers, info).await;
+    let held = writers.send(reserve(id, "a", &["A-1-1"], "k1")).await.unwrap();
+    // The webhook's booking is decided (and applied in memory) but its append fails.
+    journal.fail_next.store(true, Ordering::SeqCst);
+    let failed = writers.send(paid(id, &held, "evt_1")).await;
+    assert!(matches!(failed, Err(CommandError::Unavailable(_))), "{failed:?}");
+    // Stopped before any other command made it restore: the stop must not store the booking.
+    writers.shutdown().await;
+
+    let writers = Writers::start(gate(&dir), clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    let restarted = writers.send(get(id, "a", &held)).await.unwrap().reservation.unwrap();
+    let (_copy, replay_journal) = replay_copy(&dir).await;
+    let replayer = Writers::start(replay_journal, clock.clone(), WriterConfig::default())
+        .await
+        .unwrap();
+    let replayed = replayer.send(get(id, "a", &held)).await.unwrap().reservation.unwrap();
+    replayer.shutdown().await;
+    assert_eq!(restarted, replayed, "the restarted state is a replay of the log");
+    assert_eq!(restarted.status, "held", "the log has no booking");
+
+    // The provider retries the webhook: it is applied now, not answered as a duplicate.
+    let retried = writers.send(paid(id, &held, "evt_1")).await.unwrap();
+    assert_eq!(retried.recorded, vec!["frontrow.seats.booked"]);
+    assert_eq!(retried.reservation.unwrap().status, "booked");
+    writers.shutdown().await;
 }

@@ -39,20 +39,29 @@ impl std::fmt::Display for Position {
     }
 }
 
+/// The highest offset a journal can have: Kafka's and SQLite's offsets are `i64`. A parsed
+/// position never goes beyond it, so `offset + 1` cannot overflow.
+pub const MAX_OFFSET: Offset = i64::MAX as Offset;
+
 impl std::str::FromStr for Position {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || format!("{s:?} is not a log position (PARTITION:OFFSET, e.g. 3:1207)");
+        let bad =
+            || format!("{s:?} is not a log position (PARTITION:OFFSET, e.g. 3:1207, offset at most {MAX_OFFSET})");
         let (p, o) = s.split_once(':').ok_or_else(bad)?;
         // Digits only: `u32::from_str` would also take a sign (`+3:+7`).
         let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
         if !digits(p) || !digits(o) {
             return Err(bad());
         }
+        let offset: Offset = o.parse().map_err(|_| bad())?;
+        if offset > MAX_OFFSET {
+            return Err(bad());
+        }
         Ok(Self {
             partition: p.parse().map_err(|_| bad())?,
-            offset: o.parse().map_err(|_| bad())?,
+            offset,
         })
     }
 }

@@ -146,6 +146,7 @@ fn refund_reason(r: RefundReason) -> &'static str {
         RefundReason::DuplicatePayment => "duplicate_payment",
         RefundReason::AmountMismatch => "amount_mismatch",
         RefundReason::BookingCancelled => "booking_cancelled",
+        RefundReason::CustomerLimit => "customer_limit",
     }
 }
 
@@ -583,15 +584,23 @@ impl Fold {
 /// on a line without a section, so the transaction still balances.
 fn revenue_lines(meta: &EventMeta, seats: &[SeatId], amount: i64) -> Vec<(Place, i64)> {
     let mut by: BTreeMap<(SectionCode, TierCode), i64> = BTreeMap::new();
+    // Sums that do not fit (only prices of events recorded before prices were bounded) put the
+    // whole amount on the line without a section: the split must add up exactly.
     for seat in seats {
         if let Some((section, tier, price)) = meta.seat(seat) {
-            *by.entry((section, tier)).or_default() += price;
+            let line = by.entry((section, tier)).or_default();
+            let Some(sum) = line.checked_add(price) else {
+                return vec![(None, amount)];
+            };
+            *line = sum;
         }
     }
-    let priced: i64 = by.values().sum();
+    let Some(rest) = checked_sum(by.values().copied()).and_then(|priced| amount.checked_sub(priced)) else {
+        return vec![(None, amount)];
+    };
     let mut lines: Vec<_> = by.into_iter().map(|(k, v)| (Some(k), v)).collect();
-    if priced != amount {
-        lines.push((None, amount - priced));
+    if rest != 0 {
+        lines.push((None, rest));
     }
     lines
 }

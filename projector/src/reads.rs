@@ -160,8 +160,8 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                 total.released += line.released;
                 total.payment_failed += line.payment_failed;
                 total.refunded += line.refunded;
-                total.revenue += line.revenue;
-                total.booked_value += line.booked_value;
+                total.revenue = total.revenue.saturating_add(line.revenue);
+                total.booked_value = total.booked_value.saturating_add(line.booked_value);
                 line
             })
             .collect();

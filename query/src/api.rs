@@ -26,6 +26,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
 use crate::catalog::Catalog;
+use crate::replays::{Replayer, replay_permit};
 use crate::streams::StreamSlots;
 use crate::travel::{At, TravelError, TravelLimits};
 use crate::views::{
@@ -39,19 +40,6 @@ pub const CACHE_CONTROL_VALUE: &str = "public, max-age=1, stale-while-revalidate
 pub const DEFAULT_WAIT_MS: u64 = 2_000;
 /// The longest `?after=` may wait.
 pub const MAX_WAIT_MS: u64 = 10_000;
-/// Replays of the log for a request (past maps, seat histories) one node runs at once: each may
-/// read millions of records, and the live reads must not wait behind them. More are refused
-/// with `503` and `Retry-After`.
-pub const MAX_TRAVELS: usize = 2;
-
-static TRAVELS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_TRAVELS);
-
-/// A place among the node's [`MAX_TRAVELS`] request-time log replays, held until dropped, or
-/// `None` when all are taken.
-pub fn replay_permit() -> Option<tokio::sync::SemaphorePermit<'static>> {
-    TRAVELS.try_acquire().ok()
-}
-
 /// The query side's OpenAPI description.
 #[derive(OpenApi)]
 #[openapi(
@@ -360,7 +348,7 @@ async fn availability(
     let Some(at) = at else {
         return live_availability(&catalog, &event_id, &headers);
     };
-    let _permit = replay_permit().ok_or_else(|| {
+    let _permit = replay_permit(Replayer::Public).ok_or_else(|| {
         Problem::overloaded("this node is already replaying the log for other requests; retry shortly")
     })?;
     let past = crate::travel::replay_to(catalog.journal().as_ref(), event_id, at, TravelLimits::default())
@@ -428,7 +416,7 @@ mod tests {
                 .unwrap();
             router(catalog.clone()).oneshot(request)
         };
-        let busy = TRAVELS.acquire_many(MAX_TRAVELS as u32).await.unwrap();
+        let busy: Vec<_> = std::iter::from_fn(|| replay_permit(Replayer::Public)).collect();
         let refused = ask().await.unwrap();
         assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(refused.headers()["retry-after"], "1");

@@ -9,12 +9,14 @@
 //!
 //! [`live`] is the pure per-event state, [`catalog`] the followers and the shared state,
 //! [`views`] the JSON shapes, [`api`] the HTTP handlers, [`travel`] the map at an earlier
-//! instant (`?at=`), replayed from the log, [`streams`] the caps on server-sent event streams.
+//! instant (`?at=`), replayed from the log, [`replays`] the few places such replays run in,
+//! [`streams`] the caps on server-sent event streams.
 
 pub mod api;
 pub mod catalog;
 pub mod live;
 pub mod queue;
+pub mod replays;
 pub mod sse;
 pub mod streams;
 pub mod travel;

@@ -213,6 +213,7 @@ impl LiveEvent {
             currency: i.currency,
             hold_minutes: i.hold_minutes.minutes(),
             max_seats_per_order: i.max_seats_per_order,
+            max_seats_per_customer: i.seats_per_customer(),
             seats: self.total,
             seat_map: self.layout.map().clone(),
             waiting_room: self.queue.is_some(),
@@ -315,6 +316,7 @@ mod tests {
             onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
             hold_minutes: HoldMinutes::DEFAULT,
             max_seats_per_order: 6,
+            max_seats_per_customer: None,
             currency: Currency::parse("EUR").unwrap(),
             seat_map: serde_json::from_value(serde_json::json!({
                 "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},

@@ -47,6 +47,7 @@ use utoipa::openapi::{Ref, RefOr};
 
 use crate::catalog::{Catalog, DELTA_BACKLOG, SeatChange, SeatDelta};
 use crate::queue::LiveStatus;
+use crate::replays::{Replayer, replay_permit};
 use crate::streams::{StreamOwner, StreamSlot, StreamSlots};
 
 /// How often an idle stream sends a keep-alive comment.
@@ -400,8 +401,13 @@ pub(crate) async fn seat_stream(
     let unknown = || Problem::not_found(format!("there is no event {event_id}"));
     let mut pending = VecDeque::new();
     let mut replayed = None;
-    if let Some(after) = resume {
+    // Reading missed deltas back takes one of the node's few replay places; without one the
+    // stream starts from a fresh snapshot instead, which costs no journal read.
+    let place = resume.and_then(|after| Some((after, replay_permit(Replayer::Public)?)));
+    if resume.is_some() {
         catalog.version(&event_id).ok_or_else(unknown)?;
+    }
+    if let Some((after, _place)) = place {
         let to = catalog.applied(partition).unwrap_or(0);
         let deltas = catalog
             .seat_deltas_between(&event_id, after.offset.saturating_add(1), to, MAX_REPLAY)

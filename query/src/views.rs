@@ -167,6 +167,8 @@ pub struct EventDetails {
     #[schema(example = 10)]
     pub hold_minutes: u8,
     pub max_seats_per_order: u8,
+    /// Most seats one customer may hold and own at once at this event (held plus booked).
+    pub max_seats_per_customer: u16,
     pub seats: SeatCounts,
     /// Sections, rows (seat count and price tier) and the price tiers.
     pub seat_map: SeatMap,

@@ -74,8 +74,21 @@ pub struct EventScheduled {
     pub onsale_at: DateTime<Utc>,
     pub hold_minutes: HoldMinutes,
     pub max_seats_per_order: u8,
+    /// Most seats one customer may hold and own at once at this event (live holds plus
+    /// bookings). Absent when the organizer set none, and in events written before the limit
+    /// existed: then it is `max_seats_per_order` ([`EventScheduled::seats_per_customer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seats_per_customer: Option<u16>,
     pub currency: Currency,
     pub seat_map: SeatMap,
+}
+
+impl EventScheduled {
+    /// The per-customer seat limit in force: the organizer's, or one order's worth.
+    pub fn seats_per_customer(&self) -> u16 {
+        self.max_seats_per_customer
+            .unwrap_or(u16::from(self.max_seats_per_order))
+    }
 }
 
 /// The organizer replaced the seat map before the onsale.
@@ -165,6 +178,9 @@ pub enum RefundReason {
     AmountMismatch,
     /// The customer cancelled the booking.
     BookingCancelled,
+    /// The payment came after the hold ended, and booking it would give the customer more
+    /// seats than the event's per-customer limit.
+    CustomerLimit,
 }
 
 /// Money owed back to a customer; the provider is told to refund it.

@@ -26,5 +26,6 @@ pub use queue::{
     QueueSoldOut, WaitlistJoined, WaitlistOffered, lottery_order,
 };
 pub use seatmap::{
-    Currency, HoldMinutes, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section, SectionCode, TierCode,
+    Currency, HoldMinutes, MAX_PRICE, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section, SectionCode,
+    TierCode, checked_sum, text_fits,
 };

@@ -18,6 +18,11 @@ use crate::ids::InvalidId;
 pub const MAX_SEATS_PER_ROW: u16 = 500;
 /// The most seats one event may have.
 pub const MAX_SEATS_PER_EVENT: u32 = 200_000;
+/// The highest price of a seat, in minor units (1,000,000.00 in a currency with cents). With at
+/// most [`MAX_SEATS_PER_EVENT`] seats, a sold-out event's takings stay far inside `i64`.
+pub const MAX_PRICE: i64 = 100_000_000;
+/// The longest name of a section or a price tier.
+pub const MAX_NAME: usize = 100;
 
 macro_rules! code {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $max:literal) => {
@@ -202,6 +207,18 @@ pub struct Money {
     pub currency: Currency,
 }
 
+/// Whether free text as it will be stored is 1 to `max` characters and not blank. The limit is
+/// on the value kept, never on a trimmed copy: padding counts.
+pub fn text_fits(value: &str, max: usize) -> bool {
+    !value.trim().is_empty() && value.chars().count() <= max
+}
+
+/// The sum of some amounts in minor units, or `None` where it would not fit an `i64`: money is
+/// never summed with wrapping.
+pub fn checked_sum(amounts: impl IntoIterator<Item = i64>) -> Option<i64> {
+    amounts.into_iter().try_fold(0i64, i64::checked_add)
+}
+
 /// How long a hold lasts, in minutes: organizers pick 5 to 15.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
 #[serde(transparent)]
@@ -294,11 +311,11 @@ pub enum SeatMapError {
     UnknownTier(SectionCode, RowName, TierCode),
     #[error("price tier {0} appears twice")]
     DuplicateTier(TierCode),
-    #[error("price tier {0} must have a price of at least 0")]
-    NegativePrice(TierCode),
+    #[error("price tier {0} must have a price of 0 to {MAX_PRICE} (minor units)")]
+    BadPrice(TierCode),
     #[error("the seat map has {0} seats, more than the {MAX_SEATS_PER_EVENT} allowed")]
     TooManySeats(u64),
-    #[error("a name must be 1 to 100 characters")]
+    #[error("a name must be 1 to {MAX_NAME} characters, not blank")]
     BadName,
 }
 
@@ -310,10 +327,10 @@ impl SeatMap {
             if !tiers.insert(&tier.code) {
                 return Err(SeatMapError::DuplicateTier(tier.code.clone()));
             }
-            if tier.price < 0 {
-                return Err(SeatMapError::NegativePrice(tier.code.clone()));
+            if !(0..=MAX_PRICE).contains(&tier.price) {
+                return Err(SeatMapError::BadPrice(tier.code.clone()));
             }
-            if tier.name.is_empty() || tier.name.chars().count() > 100 {
+            if !text_fits(&tier.name, MAX_NAME) {
                 return Err(SeatMapError::BadName);
             }
         }
@@ -326,7 +343,7 @@ impl SeatMap {
             if !sections.insert(&section.code) {
                 return Err(SeatMapError::DuplicateSection(section.code.clone()));
             }
-            if section.name.is_empty() || section.name.chars().count() > 100 {
+            if !text_fits(&section.name, MAX_NAME) {
                 return Err(SeatMapError::BadName);
             }
             if section.rows.is_empty() {
@@ -491,6 +508,29 @@ mod tests {
             ]
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn prices_are_bounded_and_money_sums_are_checked() {
+        for (price, ok) in [
+            (0, true),
+            (MAX_PRICE, true),
+            (MAX_PRICE + 1, false),
+            (-1, false),
+            (i64::MAX, false),
+        ] {
+            let mut map = small_map();
+            map.tiers[0].price = price;
+            let expected = if ok {
+                Ok(())
+            } else {
+                Err(SeatMapError::BadPrice(map.tiers[0].code.clone()))
+            };
+            assert_eq!(map.validate(), expected, "price {price}");
+        }
+        assert_eq!(checked_sum([MAX_PRICE; 20]), Some(20 * MAX_PRICE));
+        assert_eq!(checked_sum([i64::MAX, 1]), None);
+        assert_eq!(checked_sum([i64::MIN, -1]), None);
     }
 
     #[test]

@@ -83,6 +83,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
                     hold_minutes: HoldMinutes::new(10).unwrap(),
                     max_seats_per_order: 6,
+                    max_seats_per_customer: None,
                     currency: Currency::parse("EUR").unwrap(),
                     seat_map: seat_map(),
                 }),
@@ -105,6 +106,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
                     hold_minutes: HoldMinutes::new(15).unwrap(),
                     max_seats_per_order: 4,
+                    max_seats_per_customer: None,
                     currency: Currency::parse("KRW").unwrap(),
                     seat_map: seat_map(),
                 }),
@@ -127,6 +129,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     onsale_at: Utc.with_ymd_and_hms(2026, 4, 1, 10, 0, 0).unwrap(),
                     hold_minutes: HoldMinutes::new(10).unwrap(),
                     max_seats_per_order: 4,
+                    max_seats_per_customer: None,
                     currency: Currency::parse("KRW").unwrap(),
                     seat_map: seat_map(),
                 }),
@@ -183,6 +186,41 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     customer: alice,
                     payment: payment("evt_1OkB", 25800),
                     reason: RefundReason::SeatsTaken,
+                }),
+            ),
+        ),
+        (
+            "event_scheduled_with_customer_limit",
+            envelope(
+                9,
+                Event::EventScheduled(EventScheduled {
+                    event_id: EventId::from_uuid(uuid(3)),
+                    organizer: OrganizerId::parse("riverside-live").unwrap(),
+                    title: "Family Day".into(),
+                    artist: "The Wiggles".into(),
+                    aliases: vec![],
+                    venue: "Riverside Arena".into(),
+                    city: "Amsterdam".into(),
+                    tags: vec![],
+                    starts_at: Utc.with_ymd_and_hms(2026, 8, 2, 14, 0, 0).unwrap(),
+                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
+                    hold_minutes: HoldMinutes::new(10).unwrap(),
+                    max_seats_per_order: 6,
+                    max_seats_per_customer: Some(12),
+                    currency: Currency::parse("EUR").unwrap(),
+                    seat_map: seat_map(),
+                }),
+            ),
+        ),
+        (
+            "payment_refunded_over_customer_limit",
+            envelope(
+                10,
+                Event::PaymentRefunded(PaymentRefunded {
+                    reservation_id: reservation,
+                    customer: CustomerId::parse("alice").unwrap(),
+                    payment: payment("evt_1OkD", 25800),
+                    reason: RefundReason::CustomerLimit,
                 }),
             ),
         ),
@@ -369,6 +407,16 @@ fn encoder_writes_the_golden_json_and_decoder_reads_it_back() {
         assert_eq!(encoded, golden, "{name}: the encoder no longer writes the v1 JSON");
         assert_eq!(decode(&bytes).unwrap(), env, "{name}: the decoder no longer reads v1");
     }
+}
+
+#[test]
+fn events_written_before_the_customer_limit_read_with_one_order_per_customer() {
+    let bytes = std::fs::read(golden_dir().join("event_scheduled.json")).unwrap();
+    let Event::EventScheduled(info) = decode(&bytes).unwrap().event else {
+        panic!("not an EventScheduled")
+    };
+    assert_eq!(info.max_seats_per_customer, None);
+    assert_eq!(info.seats_per_customer(), 6, "max_seats_per_order");
 }
 
 #[test]

@@ -373,6 +373,7 @@ mod tests {
             onsale_at: Utc.with_ymd_and_hms(2027, 3, 1, 10, 0, 0).unwrap(),
             hold_minutes: HoldMinutes::DEFAULT,
             max_seats_per_order: 6,
+            max_seats_per_customer: None,
             currency: Currency::parse("EUR").unwrap(),
             seat_map: map(&[(2, "VIP"), (3, "STD")]),
         });

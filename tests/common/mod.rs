@@ -185,6 +185,11 @@ impl TestApp {
             .unwrap()
     }
 
+    /// An anonymous `GET`.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
     pub async fn get_as(&self, customer: &str, path: &str) -> reqwest::Response {
         self.client
             .get(self.url(path))
@@ -239,6 +244,26 @@ impl TestApp {
     pub async fn replay(&self) -> HashMap<EventId, EventState> {
         replay(self.journal.as_ref()).await
     }
+}
+
+/// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
+/// its body.
+pub async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {
+    assert_eq!(res.status(), status, "status");
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["type"], format!("urn:frontrow:problem:{kind}"), "{body}");
+    assert_eq!(body["status"], status);
+    body
+}
+
+/// Every partition's end offset: equal before and after a request that must write nothing.
+pub async fn ends(journal: &dyn Journal) -> Vec<u64> {
+    let mut ends = Vec::new();
+    for p in 0..journal.partitions() {
+        ends.push(journal.end_offset(p).await.unwrap());
+    }
+    ends
 }
 
 pub async fn replay(journal: &dyn Journal) -> HashMap<EventId, EventState> {

@@ -54,6 +54,10 @@ pub struct CreateEvent {
     /// Most seats in one order (default 8, at most 20).
     #[serde(default = "default_max_seats")]
     pub max_seats_per_order: u8,
+    /// Most seats one customer may hold and own at once at this event, held plus booked
+    /// (default: `max_seats_per_order`; at least that, at most 1000).
+    #[serde(default)]
+    pub max_seats_per_customer: Option<u16>,
     #[schema(value_type = String, example = "EUR")]
     pub currency: Currency,
     pub seat_map: SeatMap,
@@ -127,6 +131,7 @@ pub(super) async fn create_event(
         onsale_at: body.onsale_at,
         hold_minutes: body.hold_minutes,
         max_seats_per_order: body.max_seats_per_order,
+        max_seats_per_customer: body.max_seats_per_customer,
         currency: body.currency,
         seat_map: body.seat_map,
     };

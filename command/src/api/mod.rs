@@ -224,6 +224,10 @@ fn rejection(r: Rejection) -> Problem {
         Rejection::NotOnSale(at) => Problem::conflict("not-on-sale", detail).with("onsale_at", at),
         Rejection::SalesClosed => Problem::conflict("sales-closed", detail),
         Rejection::BadSeatCount { max, .. } => Problem::unprocessable("bad-seat-count", detail).with("max_seats", max),
+        Rejection::CustomerLimit { limit, have, .. } => Problem::conflict("customer-limit", detail)
+            .with("max_seats_per_customer", limit)
+            .with("seats_held_or_booked", have),
+        Rejection::AmountTooLarge => Problem::unprocessable("amount-too-large", detail),
         Rejection::DuplicateSeat(seat) => Problem::unprocessable("duplicate-seat", detail).with("seats", [seat]),
         Rejection::UnknownSeats(seats) => Problem::unprocessable("unknown-seats", detail).with("seats", seats),
         Rejection::UnknownSection(_) => Problem::unprocessable("unknown-section", detail),

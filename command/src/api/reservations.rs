@@ -82,10 +82,12 @@ frontrow_http::problems! {
               forged, another customer's, expired or for another event"),
           Cause::new(409, "`seats-unavailable` (`seats` lists them), `no-adjacent-seats`, `not-on-sale` \
               (`onsale_at` says when), `sales-closed`, `admission-spent`, `admission-in-use` \
-              (`reservation_id` names the hold), or the customer's seat limit for the event is reached"),
+              (`reservation_id` names the hold), or `customer-limit` (the customer's seat limit for the \
+              event, `max_seats_per_customer`, is reached; `seats_held_or_booked` says how many they have)"),
           Cause::new(422, "`bad-selection` (neither or both of `seats` and `best_available`), \
               `bad-seat-count` (`max_seats`), `duplicate-seat`, `unknown-seats`, `unknown-section`, \
-              `idempotency-key-reused` (the key was used for a different request)")]];
+              `idempotency-key-reused` (the key was used for a different request), `amount-too-large` (the \
+              seats' total does not fit the money type)")]];
     /// What reading a reservation refuses with.
     ReadProblems = [CUSTOMER_TOKEN, EVENT_PATH, RESERVATION_PATH, RATE_LIMITED, WRITER_BUSY];
     /// What releasing a hold refuses with.

@@ -14,8 +14,15 @@ use super::state::{EventState, ReservationStatus, SeatState};
 
 /// Longest free text (title, artist, venue, city).
 pub const MAX_TEXT: usize = 200;
+/// Most tags of an event, and the longest tag.
+const MAX_TAGS: usize = 10;
+const MAX_TAG: usize = 40;
+/// The longest payment provider message kept in the log; a longer one is cut.
+pub const MAX_PROVIDER_MESSAGE: usize = 500;
 /// The highest per-order seat limit an organizer may set.
 pub const MAX_SEATS_PER_ORDER: u8 = 20;
+/// The highest per-customer seat limit an organizer may set.
+pub const MAX_SEATS_PER_CUSTOMER: u16 = 1000;
 
 /// Which seats a customer asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +132,10 @@ pub enum Rejection {
     SalesClosed,
     #[error("an order has 1 to {max} seats, not {asked}")]
     BadSeatCount { asked: usize, max: u8 },
+    #[error("at most {limit} seats per customer at this event: you hold or own {have}, and asked for {asked} more")]
+    CustomerLimit { limit: u16, have: usize, asked: usize },
+    #[error("the seats' prices add up to more than an amount can hold")]
+    AmountTooLarge,
     #[error("a seat is listed twice: {0}")]
     DuplicateSeat(SeatId),
     #[error("these seats do not exist at this event: {}", join(.0))]
@@ -169,11 +180,11 @@ fn join(seats: &[SeatId]) -> String {
     seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
+/// Free text is checked as it will be stored: leading and trailing spaces count.
 fn check_text(field: &str, value: &str) -> Result<(), Rejection> {
-    let len = value.trim().chars().count();
-    if len == 0 || len > MAX_TEXT {
+    if !text_fits(value, MAX_TEXT) {
         return Err(Rejection::InvalidEvent(format!(
-            "{field} must be 1 to {MAX_TEXT} characters"
+            "{field} must be 1 to {MAX_TEXT} characters, not blank"
         )));
     }
     Ok(())
@@ -248,6 +259,7 @@ fn same_event(a: &EventScheduled, b: &EventScheduled) -> bool {
     a.event_id == b.event_id
         && a.hold_minutes == b.hold_minutes
         && a.max_seats_per_order == b.max_seats_per_order
+        && a.max_seats_per_customer == b.max_seats_per_customer
         && a.currency == b.currency
         && a.organizer == b.organizer
         && a.title == b.title
@@ -265,7 +277,7 @@ fn schedule(info: &EventScheduled) -> Result<Vec<Event>, Rejection> {
     check_text("artist", &info.artist)?;
     check_text("venue", &info.venue)?;
     check_text("city", &info.city)?;
-    if info.tags.len() > 10 || info.tags.iter().any(|t| t.trim().is_empty() || t.chars().count() > 40) {
+    if info.tags.len() > MAX_TAGS || info.tags.iter().any(|t| !text_fits(t, MAX_TAG)) {
         return Err(Rejection::InvalidEvent(
             "tags: at most 10, each 1 to 40 characters".into(),
         ));
@@ -282,6 +294,14 @@ fn schedule(info: &EventScheduled) -> Result<Vec<Event>, Rejection> {
     if info.max_seats_per_order == 0 || info.max_seats_per_order > MAX_SEATS_PER_ORDER {
         return Err(Rejection::InvalidEvent(format!(
             "max_seats_per_order must be 1 to {MAX_SEATS_PER_ORDER}"
+        )));
+    }
+    if let Some(limit) = info.max_seats_per_customer
+        && !(u16::from(info.max_seats_per_order)..=MAX_SEATS_PER_CUSTOMER).contains(&limit)
+    {
+        return Err(Rejection::InvalidEvent(format!(
+            "max_seats_per_customer must be max_seats_per_order ({}) to {MAX_SEATS_PER_CUSTOMER}",
+            info.max_seats_per_order
         )));
     }
     info.seat_map.validate()?;
@@ -353,11 +373,21 @@ fn reserve(
     if asked == 0 || asked > usize::from(max) {
         return Err(Rejection::BadSeatCount { asked, max });
     }
+    check_customer_limit(state, customer, asked)?;
+    // Behind a waiting room a fan shops one order at a time, whichever ticket let them in:
+    // leaving and joining again gets a new ticket, not a second hold.
+    if state.queue.is_some()
+        && let Some(held) = state.hold_of(customer)
+    {
+        return Err(Rejection::AdmissionInUse(held));
+    }
     let seats: Vec<u32> = match selection {
         SeatSelection::Explicit(ids) => explicit_seats(state, ids)?,
         SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
     };
-    let amount = seats.iter().map(|&i| state.layout.price_of(i)).sum();
+    // Prices are bounded since they are validated; an event recorded before that may still
+    // carry prices whose sum does not fit.
+    let amount = checked_sum(seats.iter().map(|&i| state.layout.price_of(i))).ok_or(Rejection::AmountTooLarge)?;
     Ok(vec![Event::SeatsReserved(SeatsReserved {
         reservation_id,
         customer: customer.clone(),
@@ -369,6 +399,16 @@ fn reserve(
         },
         admission_ticket,
     })])
+}
+
+/// The customer may hold `asked` more seats without going over the event's per-customer limit.
+fn check_customer_limit(state: &EventState, customer: &CustomerId, asked: usize) -> Result<(), Rejection> {
+    let limit = state.info.seats_per_customer();
+    let have = state.live_seats_of(customer);
+    if have + asked > usize::from(limit) {
+        return Err(Rejection::CustomerLimit { limit, have, asked });
+    }
+    Ok(())
 }
 
 /// The ticket whose admission may hold seats now.
@@ -745,10 +785,13 @@ fn payment_succeeded(
         ReservationStatus::Released(ReleaseReason::Released) => refund(RefundReason::SeatsTaken),
         // The hold ended (deadline, or an earlier failed attempt): book if the seats are free.
         ReservationStatus::Released(ReleaseReason::Expired | ReleaseReason::PaymentFailed) => {
-            if r.seats.iter().all(|&i| state.seats[i as usize] == SeatState::Available) {
-                book(true)
-            } else {
+            if !r.seats.iter().all(|&i| state.seats[i as usize] == SeatState::Available) {
                 refund(RefundReason::SeatsTaken)
+            } else if check_customer_limit(state, &r.customer, r.seats.len()).is_err() {
+                // The customer holds or owns other seats since: booking these too would go over.
+                refund(RefundReason::CustomerLimit)
+            } else {
+                book(true)
             }
         }
     }
@@ -771,7 +814,8 @@ fn payment_failed(
         reservation_id,
         provider_event_id: provider_event_id.to_owned(),
         payment_intent: payment_intent.to_owned(),
-        message: message.clone(),
+        // The provider's words are informational: what is kept is bounded.
+        message: message.as_ref().map(|m| m.chars().take(MAX_PROVIDER_MESSAGE).collect()),
     })];
     if r.status == ReservationStatus::Held {
         events.push(Event::SeatsReleased(SeatsReleased {

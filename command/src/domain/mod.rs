@@ -9,7 +9,10 @@ mod decide;
 pub mod queue;
 mod state;
 
-pub use decide::{Command, MAX_SEATS_PER_ORDER, MAX_TEXT, QueueSettings, Rejection, SeatSelection, decide};
+pub use decide::{
+    Command, MAX_PROVIDER_MESSAGE, MAX_SEATS_PER_CUSTOMER, MAX_SEATS_PER_ORDER, MAX_TEXT, QueueSettings, Rejection,
+    SeatSelection, decide,
+};
 pub use queue::{QueueState, Ticket, TicketStatus};
 pub use state::{Counts, EventSnapshot, EventState, Reservation, ReservationStatus, SeatState};
 

@@ -48,6 +48,7 @@ fn info(rows: usize, per_row: u16) -> EventScheduled {
         onsale_at: onsale(),
         hold_minutes: HoldMinutes::new(10).unwrap(),
         max_seats_per_order: 4,
+        max_seats_per_customer: None,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: serde_json::from_value(serde_json::json!({
             "tiers": [{"code": "STD", "name": "Standard", "price": 4000}],
@@ -326,6 +327,41 @@ fn admission_tokens_hold_one_reservation_and_are_spent_by_the_booking() {
         ticket: 2
     }))));
     assert_eq!(sim.reserve(2, Some(2), 1, 21), Err(Rejection::AdmissionExpired));
+    sim.check_replay();
+}
+
+#[test]
+fn leaving_and_joining_again_does_not_give_a_fan_a_second_hold() {
+    // A per-customer limit of two orders, so that only the one-hold rule is in the way.
+    let mut sim = Onsale::new(
+        EventScheduled {
+            max_seats_per_customer: Some(8),
+            ..info(2, 10)
+        },
+        None,
+        5,
+    );
+    sim.clock.advance(Duration::hours(1));
+    let first = sim.join(1).unwrap();
+    assert_eq!(admitted(&sim.advance()), vec![first]);
+    sim.reserve(1, Some(first), 2, 10).unwrap();
+    sim.exec(Command::LeaveQueue { customer: fan(1) }).unwrap();
+    let second = sim.join(1).unwrap();
+    assert_ne!(first, second, "a new ticket");
+    assert_eq!(admitted(&sim.advance()), vec![second]);
+    let rid10 = ReservationId::from_uuid(Uuid::from_u128(10));
+    assert_eq!(
+        sim.reserve(1, Some(second), 2, 11),
+        Err(Rejection::AdmissionInUse(rid10)),
+        "the first hold is still live"
+    );
+    // Once the first hold is let go, the new admission may hold seats.
+    sim.exec(Command::Release {
+        customer: fan(1),
+        reservation_id: rid10,
+    })
+    .unwrap();
+    assert!(sim.reserve(1, Some(second), 2, 11).is_ok());
     sim.check_replay();
 }
 

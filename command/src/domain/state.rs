@@ -79,6 +79,9 @@ pub struct EventState {
     pub counts: Counts,
     /// The waiting room, once the organizer opened one.
     pub queue: Option<QueueState>,
+    /// Each customer's live reservations (held or booked), for the per-customer seat limit.
+    /// Derived from the reservations.
+    pub live: HashMap<CustomerId, Vec<ReservationId>>,
 }
 
 /// Everything of an [`EventState`] that cannot be derived from the rest: what a snapshot
@@ -132,7 +135,9 @@ impl EventState {
             if let Some(key) = &r.idempotency_key {
                 state.idempotency.insert((r.customer.clone(), key.clone()), r.id);
             }
-            state.reservations.insert(r.id, r);
+            let id = r.id;
+            state.reservations.insert(id, r);
+            state.track(id);
         }
         state
     }
@@ -155,6 +160,7 @@ impl EventState {
                 ..Counts::default()
             },
             queue: None,
+            live: HashMap::new(),
         }
     }
 
@@ -207,6 +213,7 @@ impl EventState {
                 if let (Some(ticket), Some(queue)) = (e.admission_ticket, self.queue.as_mut()) {
                     queue.hold(ticket, e.reservation_id);
                 }
+                self.track(e.reservation_id);
             }
             Event::SeatsBooked(e) => {
                 let seats = self.indexes(&e.seats);
@@ -220,6 +227,7 @@ impl EventState {
                     r.seats = seats;
                 }
                 self.unhold(e.reservation_id);
+                self.track(e.reservation_id);
             }
             Event::SeatsReleased(e) => {
                 for i in self.indexes(&e.seats) {
@@ -229,6 +237,7 @@ impl EventState {
                     r.status = ReservationStatus::Released(e.reason);
                 }
                 self.unhold(e.reservation_id);
+                self.track(e.reservation_id);
             }
             Event::PaymentRefunded(e) => {
                 if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
@@ -246,6 +255,46 @@ impl EventState {
                 }
             }
         }
+    }
+
+    /// Keeps a reservation in its customer's live list exactly while it holds or owns seats.
+    fn track(&mut self, reservation_id: ReservationId) {
+        let Some(r) = self.reservations.get(&reservation_id) else {
+            return;
+        };
+        let live = matches!(r.status, ReservationStatus::Held | ReservationStatus::Booked);
+        let list = self.live.entry(r.customer.clone()).or_default();
+        let at = list.iter().position(|&id| id == reservation_id);
+        match (live, at) {
+            (true, None) => list.push(reservation_id),
+            (false, Some(i)) => {
+                list.swap_remove(i);
+            }
+            _ => {}
+        }
+        if list.is_empty() {
+            self.live.remove(&r.customer);
+        }
+    }
+
+    /// Seats the customer holds or owns right now.
+    pub fn live_seats_of(&self, customer: &CustomerId) -> usize {
+        self.live_of(customer).map(|r| r.seats.len()).sum()
+    }
+
+    /// A hold of the customer's that is still holding its seats, if any.
+    pub fn hold_of(&self, customer: &CustomerId) -> Option<ReservationId> {
+        self.live_of(customer)
+            .find(|r| r.status == ReservationStatus::Held)
+            .map(|r| r.id)
+    }
+
+    fn live_of(&self, customer: &CustomerId) -> impl Iterator<Item = &Reservation> {
+        self.live
+            .get(customer)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.reservations.get(id))
     }
 
     /// The reservation no longer holds seats with its admission.

@@ -94,6 +94,7 @@ fn event_info() -> EventScheduled {
         onsale_at: at(0),
         hold_minutes: HoldMinutes::new(HOLD_MINUTES as u8).unwrap(),
         max_seats_per_order: MAX_PER_ORDER,
+        max_seats_per_customer: None,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: seat_map(),
     }
@@ -341,7 +342,7 @@ fn a_valid_event_is_scheduled() {
 
 #[test]
 fn a_blank_title_is_refused() {
-    // Whitespace only counts as empty: the title is trimmed before its length is checked.
+    // Whitespace only counts as empty.
     let info = EventScheduled {
         title: "   ".into(),
         ..event_info()
@@ -349,7 +350,7 @@ fn a_blank_title_is_refused() {
     Given::new([])
         .when(Command::Schedule(Box::new(info)), at(-60))
         .then_rejected(Rejection::InvalidEvent(format!(
-            "title must be 1 to {MAX_TEXT} characters"
+            "title must be 1 to {MAX_TEXT} characters, not blank"
         )));
 }
 
@@ -362,8 +363,64 @@ fn overlong_text_is_refused() {
     Given::new([])
         .when(Command::Schedule(Box::new(info)), at(-60))
         .then_rejected(Rejection::InvalidEvent(format!(
-            "city must be 1 to {MAX_TEXT} characters"
+            "city must be 1 to {MAX_TEXT} characters, not blank"
         )));
+}
+
+#[test]
+fn the_text_limit_counts_what_is_stored_padding_included() {
+    // 200 characters of title in 10,000 spaces: stored as sent, so too long.
+    let padded = format!("{}{}{}", " ".repeat(5000), "t".repeat(MAX_TEXT), " ".repeat(5000));
+    for (field, info) in [
+        (
+            "title",
+            EventScheduled {
+                title: padded.clone(),
+                ..event_info()
+            },
+        ),
+        (
+            "venue",
+            EventScheduled {
+                venue: format!("{} ", "v".repeat(MAX_TEXT)),
+                ..event_info()
+            },
+        ),
+    ] {
+        Given::new([])
+            .when(Command::Schedule(Box::new(info)), at(-60))
+            .then_rejected(Rejection::InvalidEvent(format!(
+                "{field} must be 1 to {MAX_TEXT} characters, not blank"
+            )));
+    }
+    // Exactly the limit, as stored, is fine.
+    let info = EventScheduled {
+        artist: "a".repeat(MAX_TEXT),
+        ..event_info()
+    };
+    Given::new([])
+        .when(Command::Schedule(Box::new(info.clone())), at(-60))
+        .then_events([Event::EventScheduled(info)]);
+}
+
+#[test]
+fn a_providers_long_failure_message_is_kept_cut_to_its_limit() {
+    let long = "declined ".repeat(1000);
+    let command = Command::PaymentFailed {
+        reservation_id: rid(1),
+        provider_event_id: "evt_1".into(),
+        payment_intent: "pi_evt_1".into(),
+        message: Some(long.clone()),
+    };
+    Given::new(ann_holds()).when(command, at(1)).then_events([
+        Event::PaymentFailed(PaymentFailed {
+            reservation_id: rid(1),
+            provider_event_id: "evt_1".into(),
+            payment_intent: "pi_evt_1".into(),
+            message: Some(long.chars().take(MAX_PROVIDER_MESSAGE).collect()),
+        }),
+        released(1, &["A-1-1", "A-1-2"], ReleaseReason::PaymentFailed),
+    ]);
 }
 
 #[test]
@@ -1113,6 +1170,133 @@ fn a_failed_payment_for_an_unknown_reservation_is_refused() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The per-customer seat limit (default: one order's worth, MAX_PER_ORDER = 4).
+// ---------------------------------------------------------------------------------------------
+
+/// The standard event with its own per-customer limit.
+fn scheduled_with_limit(limit: u16) -> Event {
+    Event::EventScheduled(EventScheduled {
+        max_seats_per_customer: Some(limit),
+        ..event_info()
+    })
+}
+
+#[test]
+fn a_second_order_over_the_customers_limit_is_refused() {
+    // Ann holds 2 seats; 3 more would make 5, one over the default limit of 4.
+    Given::new(ann_holds())
+        .when(best("ann", 2, "B", 3, "k2"), at(1))
+        .then_rejected(Rejection::CustomerLimit {
+            limit: 4,
+            have: 2,
+            asked: 3,
+        });
+    // Up to the limit is fine, and other customers are not affected.
+    Given::new(ann_holds())
+        .when(reserve("ann", 2, &["B-1-1", "B-1-2"], "k2"), at(1))
+        .then_events([reserved(2, "ann", &["B-1-1", "B-1-2"], 1)]);
+    Given::new(ann_holds())
+        .when(best("bob", 2, "B", 4, "k2"), at(1))
+        .then_events([reserved(2, "bob", &["B-1-1", "B-1-2", "B-1-3", "B-1-4"], 1)]);
+}
+
+#[test]
+fn booked_seats_count_towards_the_limit_and_ended_holds_do_not() {
+    let paid = payment("evt_1", eur(ANN_AMOUNT));
+    let mut events = ann_holds();
+    events.push(booked(1, "ann", &["A-1-1", "A-1-2"], paid.clone(), false));
+    Given::new(events.clone())
+        .when(reserve("ann", 2, &["B-1-1", "B-1-2", "B-1-3"], "k2"), at(1))
+        .then_rejected(Rejection::CustomerLimit {
+            limit: 4,
+            have: 2,
+            asked: 3,
+        });
+    // A refunded booking gives the seats back to the limit too.
+    events.push(refunded(1, "ann", paid, RefundReason::BookingCancelled));
+    events.push(released(1, &["A-1-1", "A-1-2"], ReleaseReason::Refunded));
+    Given::new(events)
+        .when(best("ann", 2, "B", 4, "k2"), at(1))
+        .then_events([reserved(2, "ann", &["B-1-1", "B-1-2", "B-1-3", "B-1-4"], 1)]);
+    for reason in [
+        ReleaseReason::Expired,
+        ReleaseReason::Released,
+        ReleaseReason::PaymentFailed,
+    ] {
+        let mut events = ann_holds();
+        events.push(released(1, &["A-1-1", "A-1-2"], reason));
+        Given::new(events)
+            .when(best("ann", 2, "B", 4, "k2"), at(11))
+            .then_events([reserved(2, "ann", &["B-1-1", "B-1-2", "B-1-3", "B-1-4"], 11)]);
+    }
+}
+
+#[test]
+fn a_retry_of_a_reservation_at_the_limit_answers_it_again() {
+    Given::new([scheduled()])
+        .and_keyed(reserved(1, "ann", &["A-1-1", "A-1-2", "A-1-3", "A-1-4"], 0), "k1")
+        .when(reserve("ann", 9, &["A-1-1", "A-1-2", "A-1-3", "A-1-4"], "k1"), at(1))
+        .then_nothing();
+}
+
+#[test]
+fn the_organizer_may_allow_more_seats_per_customer_than_per_order() {
+    let events = [
+        scheduled_with_limit(8),
+        reserved(1, "ann", &["A-1-1", "A-1-2", "A-1-3", "A-1-4"], 0),
+        reserved(2, "ann", &["A-2-1", "A-2-2", "A-2-3"], 0),
+    ];
+    Given::new(events.clone())
+        .when(best("ann", 3, "B", 1, "k3"), at(1))
+        .then_events([reserved(3, "ann", &["B-1-3"], 1)]);
+    Given::new(events)
+        .when(best("ann", 3, "B", 2, "k3"), at(1))
+        .then_rejected(Rejection::CustomerLimit {
+            limit: 8,
+            have: 7,
+            asked: 2,
+        });
+}
+
+#[test]
+fn the_per_customer_limit_is_at_least_one_order_and_at_most_the_maximum() {
+    for limit in [0, u16::from(MAX_PER_ORDER) - 1, MAX_SEATS_PER_CUSTOMER + 1, u16::MAX] {
+        let info = EventScheduled {
+            max_seats_per_customer: Some(limit),
+            ..event_info()
+        };
+        Given::new([])
+            .when(Command::Schedule(Box::new(info)), at(-60))
+            .then_rejected(Rejection::InvalidEvent(format!(
+                "max_seats_per_customer must be max_seats_per_order ({MAX_PER_ORDER}) to {MAX_SEATS_PER_CUSTOMER}"
+            )));
+    }
+    for limit in [u16::from(MAX_PER_ORDER), MAX_SEATS_PER_CUSTOMER] {
+        let info = EventScheduled {
+            max_seats_per_customer: Some(limit),
+            ..event_info()
+        };
+        Given::new([])
+            .when(Command::Schedule(Box::new(info.clone())), at(-60))
+            .then_events([Event::EventScheduled(info)]);
+    }
+}
+
+#[test]
+fn a_late_payment_that_would_go_over_the_limit_is_refunded() {
+    // Ann's first hold expired, she held 3 other seats since; paying the first late would
+    // give her 5.
+    let mut events = ann_holds();
+    events.push(released(1, &["A-1-1", "A-1-2"], ReleaseReason::Expired));
+    events.push(reserved(2, "ann", &["B-1-1", "B-1-2", "B-1-3"], 12));
+    let paid = payment("evt_1", eur(ANN_AMOUNT));
+    let state = Given::new(events)
+        .when(pay(1, paid.clone()), at(13))
+        .then_events([refunded(1, "ann", paid, RefundReason::CustomerLimit)]);
+    assert_eq!(seat_state(&state, "A-1-1"), SeatState::Available);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Properties: random command sequences keep the invariants.
 // ---------------------------------------------------------------------------------------------
 
@@ -1370,6 +1554,7 @@ impl Run {
             check_expiry(&before, after, *reservation_id, &events, self.now);
         }
         check_counts(after);
+        check_customer_limit(after);
         check_replay(after, &self.log);
     }
 }
@@ -1494,6 +1679,31 @@ fn check_counts(state: &EventState) {
     );
 }
 
+/// (g) No customer ever holds and owns more seats than the event's per-customer limit, and the
+/// writer's tally of each customer's live reservations matches a recount.
+fn check_customer_limit(state: &EventState) {
+    let mut recount: HashMap<&CustomerId, Vec<ReservationId>> = HashMap::new();
+    for r in state.reservations.values() {
+        if matches!(r.status, ReservationStatus::Held | ReservationStatus::Booked) {
+            recount.entry(&r.customer).or_default().push(r.id);
+        }
+    }
+    let limit = usize::from(state.info.seats_per_customer());
+    for (customer, ids) in &mut recount {
+        let seats: usize = ids.iter().map(|id| state.reservations[id].seats.len()).sum();
+        assert!(
+            seats <= limit,
+            "{customer} has {seats} seats, over the limit of {limit}"
+        );
+        assert_eq!(state.live_seats_of(customer), seats);
+        let mut tallied = state.live[*customer].clone();
+        tallied.sort();
+        ids.sort();
+        assert_eq!(&tallied, ids, "the live tally of {customer}");
+    }
+    assert_eq!(state.live.len(), recount.len(), "customers with live reservations");
+}
+
 /// (f) Replaying the log from scratch rebuilds the same state, as a writer does on restart.
 fn check_replay(state: &EventState, log: &[(Event, Option<String>)]) {
     let mut replayed = None;
@@ -1517,6 +1727,8 @@ fn check_replay(state: &EventState, log: &[(Event, Option<String>)]) {
     assert_eq!(restored.payments_seen, state.payments_seen);
     assert_eq!(restored.sequence, state.sequence);
     assert_eq!(restored.info, state.info);
+    check_customer_limit(&replayed);
+    check_customer_limit(&restored);
 }
 
 proptest! {
@@ -1529,4 +1741,14 @@ proptest! {
             run.step(step);
         }
     }
+}
+
+#[test]
+fn an_old_event_whose_prices_do_not_add_up_in_an_amount_refuses_the_order() {
+    // Recorded before prices were bounded: the log keeps what it has, the sum is checked.
+    let mut info = event_info();
+    info.seat_map.tiers[0].price = i64::MAX;
+    Given::new([Event::EventScheduled(info)])
+        .when(reserve("ann", 1, &["A-1-1", "A-1-2"], "k1"), at(1))
+        .then_rejected(Rejection::AmountTooLarge);
 }

@@ -88,6 +88,9 @@ impl Generator {
                 onsale_at: onsale,
                 hold_minutes: HoldMinutes::new(5).unwrap(),
                 max_seats_per_order: 4,
+                // Forty customers buy the whole house again and again: the limit stays out
+                // of the way.
+                max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
                 currency: Currency::parse("EUR").unwrap(),
                 seat_map: map(rows.max(2) - u16::from(i % 3 == 0), seats),
             };

@@ -280,6 +280,8 @@ async fn events_are_listed_and_described() {
     let d = details.json();
     assert_eq!(d["hold_minutes"], 10);
     assert_eq!(d["max_seats_per_order"], 6);
+    // No limit of its own: one customer may have one order's worth.
+    assert_eq!(d["max_seats_per_customer"], 6);
     assert_eq!(
         d["seat_map"]["tiers"][0],
         serde_json::json!({"code": "GOLD", "name": "Gold", "price": 9900})

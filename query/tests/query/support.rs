@@ -138,6 +138,7 @@ pub fn scheduled(event_id: EventId, title: &str, starts_at: DateTime<Utc>, seat_
         onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
+        max_seats_per_customer: None,
         currency: eur(),
         seat_map,
     })

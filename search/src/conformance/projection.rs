@@ -82,6 +82,7 @@ fn scheduled(event_id: EventId, artist: &str, city: &str, seats: u16) -> Event {
         onsale_at: Utc.with_ymd_and_hms(2027, 2, 1, 10, 0, 0).unwrap(),
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
+        max_seats_per_customer: None,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: serde_json::from_value(serde_json::json!({
             "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900}, {"code": "STD", "name": "Standard", "price": 4500}],

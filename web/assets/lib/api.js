@@ -13,6 +13,8 @@ const SENTENCES = {
   'unknown-seats': 'One of those seats does not exist on this map any more. Please reload the page.',
   'unknown-section': 'That section does not exist on this map.',
   'bad-selection': 'Pick some seats, or ask for the best available ones.',
+  'customer-limit': 'You already hold or own as many seats for this event as one fan may have.',
+  'amount-too-large': 'That order is too large to pay for in one go. Pick fewer seats.',
   'not-on-sale': 'Tickets are not on sale yet. Come back when the onsale starts.',
   'sales-closed': 'Sales for this event have closed.',
   'sold-out': 'This event is sold out.',
@@ -71,6 +73,7 @@ const SENTENCES = {
   'history-too-deep': 'That is too far back to look up.',
   // The service itself
   'overloaded': 'Lots of fans are trying at once. Please try again in a moment.',
+  'rate-limited': 'That was a lot of requests in a short time. Please wait a moment and try again.',
   'journal-unavailable': 'We cannot record bookings right now. Please try again in a moment.',
   'not-owner': 'This event is moving between servers. Please try again in a moment.',
   'internal': 'Something went wrong on our side. Please try again.',

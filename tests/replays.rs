@@ -1,0 +1,82 @@
+//! Request-time log replays are bounded per node, and anonymous ones (past maps, stream
+//! resumes) cannot take the places organizers' seat-history reads need. A test binary of its
+//! own: the places are the process's, and no other test may hold them meanwhile.
+
+mod common;
+
+use common::*;
+use frontrow_query::replays::{MAX_PUBLIC_REPLAYS, Replayer, replay_permit};
+use serde_json::{Value, json};
+
+/// The `event:` name of the first server-sent event of a seat stream resumed after `last_id`.
+async fn first_sse_event(app: &TestApp, event: frontrow_schema::EventId, last_id: &str) -> String {
+    let mut res = app
+        .client
+        .get(app.url(&format!("/events/{event}/seats/stream")))
+        .header("last-event-id", last_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let mut buf = String::new();
+    while !buf.contains("\n\n") {
+        let chunk = res.chunk().await.unwrap().expect("the stream stays open");
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let frame = buf.split("\n\n").find(|f| f.contains("event:")).unwrap_or_default();
+    frame
+        .lines()
+        .find_map(|l| l.strip_prefix("event:"))
+        .unwrap_or_else(|| panic!("no event in {buf:?}"))
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
+    let app = TestApp::spawn().await;
+    let res = app
+        .create_event_with(ORGANIZER_KEY, &app.event_body(chrono::Duration::minutes(-1)))
+        .await;
+    let created: Value = res.json().await.unwrap();
+    let event: frontrow_schema::EventId = created["event_id"].as_str().unwrap().parse().unwrap();
+    let created_at = created["position"].as_str().unwrap().to_owned();
+    let held = app.reserve("alice", event, "k1", json!({"seats": ["A-1-1"]})).await;
+    assert_eq!(held.status(), 201);
+    let position = held.json::<Value>().await.unwrap()["position"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.availability(event, Some(&position)).await;
+    assert_eq!(
+        first_sse_event(&app, event, &created_at).await,
+        "seat",
+        "a resume reads the missed delta"
+    );
+
+    // Anonymous callers hold every public place.
+    let busy: Vec<_> = std::iter::from_fn(|| replay_permit(Replayer::Public)).collect();
+    assert_eq!(busy.len(), MAX_PUBLIC_REPLAYS);
+    let res = app.get(&format!("/events/{event}/availability?at={position}")).await;
+    let retry_after = res.headers().get("retry-after").cloned();
+    problem(res, 503, "overloaded").await;
+    assert!(retry_after.is_some());
+    // A resume then starts from a fresh snapshot rather than reading the journal.
+    assert_eq!(first_sse_event(&app, event, &created_at).await, "snapshot");
+    // And an organizer's seat history still has its place.
+    let res = app
+        .client
+        .get(app.url(&format!("/events/{event}/seats/A-1-1/history")))
+        .header("x-api-key", ORGANIZER_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let history: Value = res.json().await.unwrap();
+    assert_eq!(history["state"], "held", "{history}");
+
+    drop(busy);
+    let res = app.get(&format!("/events/{event}/availability?at={position}")).await;
+    assert_eq!(res.status(), 200);
+    app.stop().await;
+}

@@ -428,14 +428,22 @@ mod tests {
     async fn a_seat_stream_resumes_after_the_last_offset_there_can_be() {
         let dir = tempfile::tempdir().unwrap();
         let (catalog, event) = catalog_with_one_event(dir.path()).await;
-        let request = axum::http::Request::get(format!("/events/{event}/seats/stream"))
-            .header("last-event-id", format!("0:{}", u64::MAX))
-            .body(axum::body::Body::empty())
-            .unwrap();
-        // Resuming after `u64::MAX` once overflowed `offset + 1` and panicked the handler.
-        let res = router(catalog).oneshot(request).await.unwrap();
+        let resume = |offset: u64| {
+            let request = axum::http::Request::get(format!("/events/{event}/seats/stream"))
+                .header("last-event-id", format!("0:{offset}"))
+                .body(axum::body::Body::empty())
+                .unwrap();
+            router(catalog.clone()).oneshot(request)
+        };
+        // The largest offset a position may name: resuming after it once overflowed `offset + 1`
+        // and panicked the handler.
+        let res = resume(i64::MAX as u64).await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(res.headers()[CONTENT_TYPE], "text/event-stream");
+        // Beyond it, the position itself is refused.
+        let res = resume(u64::MAX).await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(res.headers()[CONTENT_TYPE], "application/problem+json");
     }
 
     fn headers(values: &[&str]) -> HeaderMap {

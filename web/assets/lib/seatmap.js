@@ -561,15 +561,16 @@ export class SeatMap {
     }
     this.dirtyCount = 0;
     this.dirtyRows.clear();
-    for (const mark of this.paintMarks) performance.mark(mark);
+    for (const { mark, position } of this.paintMarks) performance.mark(mark, { detail: { position } });
     this.paintMarks.length = 0;
   }
 
   /**
    * A live change: `seatIds` now have `status` ("available" | "held" | "booked"). Returns the
-   * ids among the fan's picks that someone else just took. `mark` is set once painted.
+   * ids among the fan's picks that someone else just took. `mark` is set once painted, with
+   * `position` (the delta's log position) as its detail.
    */
-  apply(seatIds, status, mark) {
+  apply(seatIds, status, mark, position) {
     const L = this.layout;
     const st = FROM_WORD[status];
     const taken = [];
@@ -595,7 +596,7 @@ export class SeatMap {
       this.markDirty(i);
     }
     if (mark) {
-      this.paintMarks.push(mark);
+      this.paintMarks.push({ mark, position });
       this.schedule();
     }
     if (taken.length) {

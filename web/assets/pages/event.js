@@ -91,7 +91,7 @@ function openStream(from) {
     const change = JSON.parse(e.data);
     position = e.lastEventId;
     deltas += 1;
-    map.apply(change.seats, change.status, `delta-painted-${deltas}`);
+    map.apply(change.seats, change.status, `delta-painted-${deltas}`, position);
     scheduleSectionCounts();
   });
   stream.addEventListener('snapshot', (e) => {

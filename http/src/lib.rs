@@ -10,11 +10,13 @@
 
 pub mod admission;
 pub mod auth;
+mod conditional;
 mod extract;
 pub mod limits;
 pub mod observe;
 pub mod openapi;
 mod problem;
 
+pub use conditional::none_match;
 pub use extract::{ApiBytes, ApiJson, ApiPath, ApiQuery};
 pub use problem::{Problem, fallback, method_not_allowed};

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, IF_NONE_MATCH, VARY};
+use axum::http::header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, VARY};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
-use frontrow_http::{ApiPath, ApiQuery, Problem};
+use frontrow_http::{ApiPath, ApiQuery, Problem, none_match};
 use frontrow_journal::Position;
 use frontrow_schema::EventId;
 use serde::Deserialize;
@@ -154,17 +154,6 @@ fn unknown_event(event_id: &EventId) -> Problem {
 /// The strong entity tag of an event version.
 pub fn etag(version: Position) -> String {
     format!("\"{}-{}\"", version.partition, version.offset)
-}
-
-/// Whether `If-None-Match` matches `etag` (weak comparison, as RFC 9110 asks for this header).
-fn none_match(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
 }
 
 /// A cacheable JSON answer of one event version, or `304` when the client has it.
@@ -364,6 +353,8 @@ async fn availability(
 
 #[cfg(test)]
 mod tests {
+    use axum::http::header::IF_NONE_MATCH;
+
     use super::*;
 
     use tower::ServiceExt;

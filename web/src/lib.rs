@@ -13,7 +13,7 @@ use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use frontrow_http::Problem;
+use frontrow_http::{Problem, none_match};
 use sha2::{Digest, Sha256};
 
 /// One embedded file: its path under `/assets/` and its content type.
@@ -82,21 +82,9 @@ pub fn asset(path: &str) -> Option<(usize, &'static Asset)> {
     ASSETS.iter().enumerate().find(|(_, a)| a.path == path)
 }
 
-/// Whether an `If-None-Match` header value names `etag` (or is `*`); weak tags compare weakly,
-/// as RFC 9110 asks for `If-None-Match`.
-fn matches(if_none_match: &str, etag: &str) -> bool {
-    if_none_match
-        .split(',')
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
-}
-
 fn serve(index: usize, asset: &'static Asset, request: &HeaderMap) -> Response {
     let etag = ETAGS[index].clone();
-    let fresh = request
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| matches(v, etag.to_str().unwrap_or_default()));
+    let fresh = none_match(request, etag.to_str().unwrap_or_default());
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {

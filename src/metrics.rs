@@ -62,6 +62,11 @@ pub const METRICS: &[(&str, Kind, &str)] = &[
         "time to decide, append and answer one batch",
     ),
     (
+        "frontrow_writer_decide_seconds",
+        Kind::Histogram,
+        "time to decide one batch's commands in memory, before its append",
+    ),
+    (
         "frontrow_writer_mailbox_depth",
         Kind::Gauge,
         "requests waiting in a partition writer's mailbox after a batch",

@@ -769,6 +769,7 @@ impl Writer {
         }
     }
 
+    #[tracing::instrument(name = "writer_batch", skip_all, fields(partition = self.partition, size = batch.len()))]
     async fn process(&mut self, batch: Vec<Msg>) {
         if self.needs_restore
             && let Err(e) = self.restore().await
@@ -778,6 +779,7 @@ impl Writer {
             return;
         }
         let now = self.clock.now();
+        let deciding = std::time::Instant::now();
         let mut records = Vec::new();
         let mut pending = Vec::with_capacity(batch.len());
         // Events with a waiting room this batch touched, and whether it advanced them already.
@@ -827,6 +829,7 @@ impl Writer {
                 }
             }
         }
+        metrics::histogram!("frontrow_writer_decide_seconds").record(deciding.elapsed().as_secs_f64());
         let offsets = if records.is_empty() {
             if pending.iter().any(|p| p.reply.is_some())
                 && let Err(e) = self.confirm_current().await

@@ -208,6 +208,18 @@ pub enum Role {
     Projector,
 }
 
+impl Role {
+    /// The subcommand that runs this role.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::All => "serve",
+            Role::Command => "command",
+            Role::Query => "query",
+            Role::Projector => "projector",
+        }
+    }
+}
+
 /// Everything one process runs.
 pub struct App {
     pub settings: Settings,

@@ -13,6 +13,7 @@ pub mod guard;
 pub mod metrics;
 pub mod sample;
 pub mod settings;
+pub mod telemetry;
 
 pub use app::App;
 

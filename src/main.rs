@@ -11,7 +11,6 @@ use frontrow::settings::Settings;
 use frontrow_command::clock::SystemClock;
 use frontrow_http::auth::Auth;
 use frontrow_schema::CustomerId;
-use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(
@@ -140,6 +139,13 @@ async fn run(
     if let Some(journal) = journal {
         settings.journal = journal;
     }
+    let tracing = frontrow::telemetry::init(&settings.telemetry, role.name())?;
+    let served = serve(settings, role).await;
+    tracing.shutdown();
+    served
+}
+
+async fn serve(settings: Settings, role: Role) -> anyhow::Result<()> {
     // Refuse a bad configuration before anything listens.
     frontrow::guard::check_exposure(&settings, role)?;
     frontrow::guard::check_secrets(&settings)?;
@@ -168,38 +174,37 @@ async fn run(
     Ok(())
 }
 
-/// Logs to stderr, filtered by `FRONTROW_LOG` (default `info`: one line per request); one JSON
-/// object per line with `FRONTROW_LOG_FORMAT=json`, for a log shipper.
-fn init_logs() {
-    let filter = EnvFilter::try_from_env("FRONTROW_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match std::env::var("FRONTROW_LOG_FORMAT").as_deref() {
-        Ok("json") => logs.json().with_current_span(true).init(),
-        _ => logs.init(),
-    }
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    init_logs();
     let cli = Cli::parse();
+    // A serving role sets up its logs and traces once its settings are read.
+    let tracing = match &cli.command {
+        Cmd::Serve { .. } | Cmd::Command { .. } | Cmd::Query { .. } | Cmd::Projector { action: None, .. } => None,
+        _ => Some(frontrow::telemetry::init_logs()),
+    };
+    let done = command(&cli).await;
+    if let Some(tracing) = tracing {
+        tracing.shutdown();
+    }
+    done
+}
+
+async fn command(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
-        Cmd::Serve { listen, journal } => run(&cli, Role::All, *listen, journal.clone()).await?,
-        Cmd::Command { listen, journal } => run(&cli, Role::Command, *listen, journal.clone()).await?,
-        Cmd::Query { listen, journal } => run(&cli, Role::Query, *listen, journal.clone()).await?,
+        Cmd::Serve { listen, journal } => run(cli, Role::All, *listen, journal.clone()).await?,
+        Cmd::Command { listen, journal } => run(cli, Role::Command, *listen, journal.clone()).await?,
+        Cmd::Query { listen, journal } => run(cli, Role::Query, *listen, journal.clone()).await?,
         Cmd::Projector {
             listen,
             journal,
             action: None,
-        } => run(&cli, Role::Projector, *listen, journal.clone()).await?,
+        } => run(cli, Role::Projector, *listen, journal.clone()).await?,
         Cmd::Projector {
             journal,
             action: Some(ProjectorAction::Rebuild { projection }),
             ..
         } => {
-            let mut settings = settings(&cli)?;
+            let mut settings = settings(cli)?;
             if let Some(journal) = journal {
                 settings.journal = journal.clone();
             }
@@ -226,7 +231,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Cmd::Token { customer, ttl_minutes } => {
-            let settings = settings(&cli)?;
+            let settings = settings(cli)?;
             let secrets = Secrets::resolve(&settings)?;
             let customer = CustomerId::parse(customer)?;
             let auth = Auth::new(secrets.token_secret, []);
@@ -237,7 +242,7 @@ async fn main() -> anyhow::Result<()> {
             );
         }
         Cmd::Analytics(args) => {
-            let settings = settings(&cli)?;
+            let settings = settings(cli)?;
             frontrow::analytics_cli::run(&settings, args).await?;
         }
         Cmd::Openapi => {

@@ -70,6 +70,8 @@ pub struct Settings {
     /// Abuse limits: request rates per customer and per client address, the trusted proxies,
     /// and the caps on server-sent event streams (`[limits]`, `FRONTROW_LIMITS__*`).
     pub limits: frontrow_http::limits::Limits,
+    /// OpenTelemetry trace export (`[telemetry]`, `FRONTROW_TELEMETRY__*`); off by default.
+    pub telemetry: crate::telemetry::Telemetry,
 }
 
 fn hide<S: serde::Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
@@ -114,6 +116,7 @@ impl Default for Settings {
             ledger_schema: "ledger".into(),
             projector_batch: 1000,
             limits: frontrow_http::limits::Limits::default(),
+            telemetry: crate::telemetry::Telemetry::default(),
         }
     }
 }
@@ -143,6 +146,7 @@ const KEYS: &[&str] = &[
     "ledger_schema",
     "projector_batch",
     "limits",
+    "telemetry",
 ];
 
 impl Settings {

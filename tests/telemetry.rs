@@ -1,0 +1,207 @@
+//! OpenTelemetry trace export: the real binary posts its spans over OTLP/HTTP to a receiver
+//! run by the test, which decodes them with the OTLP protobuf definitions.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use serde_json::{Value, json};
+
+/// An OTLP/HTTP collector stand-in: keeps every body posted to `/v1/traces`.
+async fn receiver() -> (String, Arc<Mutex<Vec<Bytes>>>) {
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let kept = bodies.clone();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push(body);
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, bodies)
+}
+
+/// `frontrow serve` on a fresh data directory with `env`; returns it and its base URL.
+fn serve(data_dir: &std::path::Path, env: &[(&str, &str)]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_frontrow"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .env("FRONTROW_LOG", "warn")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the frontrow binary starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next().expect("the server prints its address").unwrap();
+        if let Some(addr) = line.strip_prefix("FrontRow listening on ") {
+            break addr.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, base)
+}
+
+/// SIGTERM, then the exit status (a graceful stop flushes the queued spans).
+fn stop(mut child: Child) -> std::process::ExitStatus {
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    child.wait().unwrap()
+}
+
+fn text(value: &Option<AnyValue>) -> Option<String> {
+    match value.as_ref()?.value.as_ref()? {
+        any_value::Value::StringValue(s) => Some(s.clone()),
+        any_value::Value::IntValue(i) => Some(i.to_string()),
+        any_value::Value::DoubleValue(d) => Some(d.to_string()),
+        _ => None,
+    }
+}
+
+fn attribute(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| text(&kv.value))
+}
+
+/// Every exported span with its resource's `service.name`.
+fn spans(bodies: &[Bytes]) -> Vec<(String, Span)> {
+    let mut all = Vec::new();
+    for body in bodies {
+        let request = ExportTraceServiceRequest::decode(body.as_ref()).expect("an OTLP protobuf body");
+        for resource in request.resource_spans {
+            let service = resource
+                .resource
+                .as_ref()
+                .and_then(|r| attribute(&r.attributes, "service.name"))
+                .unwrap_or_default();
+            for scope in resource.scope_spans {
+                all.extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
+            }
+        }
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_and_writer_spans_reach_an_otlp_collector() {
+    let (collector, bodies) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base) = serve(dir.path(), &[("FRONTROW_TELEMETRY__OTLP_ENDPOINT", &collector)]);
+    let client = reqwest::Client::new();
+    let health = client
+        .get(format!("{base}/health"))
+        .header("x-request-id", "trace-me-7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let token: Value = client
+        .post(format!("{base}/demo/tokens"))
+        .json(&json!({ "customer": "otel-fan" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let event = frontrow::sample::SAMPLE_EVENT_ID;
+    let reserve = client
+        .post(format!("{base}/events/{event}/reservations"))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .header("idempotency-key", "otel-1")
+        .header("x-request-id", "reserve-trace-8")
+        .json(&json!({ "best_available": { "section": "FLA", "count": 2 } }))
+        .send()
+        .await
+        .unwrap();
+    let status = reserve.status().as_u16();
+    assert_eq!(status, 201, "{}", reserve.text().await.unwrap());
+    assert!(stop(child).success());
+
+    let spans = spans(&bodies.lock().unwrap());
+    let request = |id: &str| {
+        spans
+            .iter()
+            .find(|(_, s)| s.name == "request" && attribute(&s.attributes, "request_id").as_deref() == Some(id))
+            .unwrap_or_else(|| panic!("no request span for {id} among {} spans", spans.len()))
+    };
+    let (service, health) = request("trace-me-7");
+    assert_eq!(service, "frontrow-serve");
+    assert_eq!(attribute(&health.attributes, "route").as_deref(), Some("/health"));
+    assert_eq!(attribute(&health.attributes, "status").as_deref(), Some("200"));
+    assert!(health.end_time_unix_nano > health.start_time_unix_nano);
+    let (_, reserve) = request("reserve-trace-8");
+    assert_eq!(
+        attribute(&reserve.attributes, "route").as_deref(),
+        Some("/events/{event_id}/reservations")
+    );
+    assert_eq!(attribute(&reserve.attributes, "status"), Some(status.to_string()));
+    let batch = spans
+        .iter()
+        .find(|(_, s)| s.name == "writer_batch")
+        .expect("a writer batch span");
+    assert!(
+        attribute(&batch.1.attributes, "partition").is_some(),
+        "{:?}",
+        batch.1.attributes
+    );
+    assert!(attribute(&batch.1.attributes, "size").is_some());
+}
+
+/// With no collector listening, requests are answered as before and a graceful stop still
+/// ends (the export gives up after its timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absent_collector_holds_nothing_up() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base) = serve(dir.path(), &[("FRONTROW_TELEMETRY__OTLP_ENDPOINT", &endpoint)]);
+    for _ in 0..20 {
+        let res = reqwest::get(format!("{base}/health")).await.unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    assert!(stop(child).success());
+}
+
+#[test]
+fn bad_telemetry_settings_are_refused_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    for (key, value, says) in [
+        (
+            "FRONTROW_TELEMETRY__OTLP_ENDPOINT",
+            "https://collector:4318",
+            "http:// URL",
+        ),
+        ("FRONTROW_TELEMETRY__SAMPLE_RATIO", "1.5", "sample_ratio"),
+    ] {
+        let mut env = vec![(key, value)];
+        if key.ends_with("SAMPLE_RATIO") {
+            env.push(("FRONTROW_TELEMETRY__OTLP_ENDPOINT", "http://127.0.0.1:4318"));
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_frontrow"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .envs(env)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{key}={value} was accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
+    }
+}

@@ -256,8 +256,11 @@ impl App {
         node_url: String,
     ) -> anyhow::Result<Self> {
         crate::guard::check_exposure(&settings, role)?;
-        // Installed before anything records, so nothing from the start is lost.
-        crate::metrics::handle();
+        // Installed before anything records, so nothing from the start is lost. Without it
+        // every `metrics::` call is a no-op (the recorder is the process's, set once).
+        if settings.metrics {
+            crate::metrics::handle();
+        }
         let secrets = Secrets::resolve(&settings)?;
         let journal = open_journal(&settings).await?;
         let config = WriterConfig {
@@ -439,6 +442,9 @@ impl App {
         if let (Some(ledger), true) = (&self.ledger, self.role != Role::Projector) {
             router = router.merge(frontrow_projector::router(ledger.clone()));
         }
+        if self.settings.metrics {
+            router = router.route("/metrics", get(crate::metrics::scrape));
+        }
         router
             .merge(
                 Router::new()
@@ -450,7 +456,6 @@ impl App {
                         writers: self.writers.clone(),
                     }),
             )
-            .route("/metrics", get(crate::metrics::scrape))
             .fallback(frontrow_http::fallback)
             .method_not_allowed_fallback(frontrow_http::method_not_allowed)
             .layer(Extension(self.auth.clone()))

@@ -70,6 +70,9 @@ pub struct Settings {
     /// Abuse limits: request rates per customer and per client address, the trusted proxies,
     /// and the caps on server-sent event streams (`[limits]`, `FRONTROW_LIMITS__*`).
     pub limits: frontrow_http::limits::Limits,
+    /// Record Prometheus metrics and serve them at `GET /metrics` (for the whole process: the
+    /// first app built decides).
+    pub metrics: bool,
     /// OpenTelemetry trace export (`[telemetry]`, `FRONTROW_TELEMETRY__*`); off by default.
     pub telemetry: crate::telemetry::Telemetry,
 }
@@ -116,6 +119,7 @@ impl Default for Settings {
             ledger_schema: "ledger".into(),
             projector_batch: 1000,
             limits: frontrow_http::limits::Limits::default(),
+            metrics: true,
             telemetry: crate::telemetry::Telemetry::default(),
         }
     }
@@ -146,6 +150,7 @@ const KEYS: &[&str] = &[
     "ledger_schema",
     "projector_batch",
     "limits",
+    "metrics",
     "telemetry",
 ];
 

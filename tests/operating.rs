@@ -139,6 +139,16 @@ async fn a_single_node_is_ready_once_it_serves_every_partition() {
     app.stop().await;
 }
 
+/// With `metrics = false` nothing is served at `/metrics` (and no recorder is installed by it).
+#[tokio::test]
+async fn metrics_can_be_turned_off() {
+    let app = TestApp::spawn_with(|s| s.metrics = false).await;
+    let res = app.get("/metrics").await;
+    common::problem(res, 404, "not-found").await;
+    assert_eq!(app.get("/health").await.status(), 200);
+    app.stop().await;
+}
+
 #[test]
 fn the_binary_reports_the_commit_it_was_built_from() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))

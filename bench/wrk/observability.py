@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""What metrics and per-request logging cost on the hot path, measured with wrk.
+
+Runs the release `frontrow serve` (embedded defaults, loopback only) once per variant and round,
+each on a fresh data directory, and measures with wrk (2 threads, 64 connections, the same
+2-core machine as the server): GET /health, then 2-seat explicit reserves on a 200,000-seat
+event from 2,000 customers (bench/wrk/reserve.lua). Variants:
+
+  off      FRONTROW_LOG=warn, FRONTROW_METRICS=false  (no request log line, no recorder)
+  metrics  FRONTROW_LOG=warn, metrics on
+  full     FRONTROW_LOG=info, metrics on               (the defaults: a log line per request)
+
+Rounds interleave the variants so drift on a shared machine hits each alike.
+Usage: bench/wrk/observability.py [--bin target/release/frontrow] [--rounds 2] [--secs 10]
+"""
+import argparse, json, os, re, subprocess, tempfile, urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VARIANTS = {
+    "off": {"FRONTROW_LOG": "warn", "FRONTROW_METRICS": "false"},
+    "metrics": {"FRONTROW_LOG": "warn", "FRONTROW_METRICS": "true"},
+    "full": {"FRONTROW_LOG": "info", "FRONTROW_METRICS": "true"},
+}
+ROWS, SEATS, CUSTOMERS = 400, 500, 2000
+
+
+def post(url, body, headers):
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"content-type": "application/json", **headers})
+    with urllib.request.urlopen(req, timeout=30) as res:
+        return json.load(res)
+
+
+def start(binary, data_dir, env):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTROW_")}
+    full_env.update({
+        "FRONTROW_SAMPLE_EVENT": "false",
+        "FRONTROW_LIMITS__CUSTOMER_PER_SECOND": "0",
+        "FRONTROW_LIMITS__ADDRESS_PER_SECOND": "0",
+        **env,
+    })
+    server = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir],
+                              env=full_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    base = key = None
+    for line in server.stdout:
+        if m := re.match(r"FrontRow listening on (\S+)", line):
+            base = m.group(1)
+        if m := re.search(r"\(X-Api-Key\): (\S+)", line):
+            key = m.group(1)
+        if "API description" in line:
+            break
+    return server, base, key
+
+
+def event(base, key):
+    body = {
+        "title": "wrk", "artist": "wrk", "venue": "Hall", "city": "Here",
+        "starts_at": "2099-01-01T20:00:00Z", "onsale_at": "2020-01-01T00:00:00Z",
+        "hold_minutes": 15, "max_seats_per_order": 2, "max_seats_per_customer": 1000, "currency": "EUR",
+        "seat_map": {"tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
+                     "sections": [{"code": "S", "name": "Stalls",
+                                   "rows": [{"name": str(r), "seats": SEATS, "tier": "STD"} for r in range(1, ROWS + 1)]}]},
+    }
+    return post(f"{base}/events", body, {"x-api-key": key})["event_id"]
+
+
+def wrk(args, env=None):
+    out = subprocess.run(["wrk", "-t2", "-c64", "--latency", *args], capture_output=True, text=True,
+                         env={**os.environ, **(env or {})}, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", out)) else 0
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)]
+    return {"rate": rate, "ok_share": (total - non2xx) / total, "p99_ms": float(p99.group(1)) * scale}
+
+
+def run(binary, variant, secs):
+    with tempfile.TemporaryDirectory() as data_dir:
+        server, base, key = start(binary, data_dir, VARIANTS[variant])
+        try:
+            event_id = event(base, key)
+            tokens = os.path.join(data_dir, "tokens.txt")
+            with open(tokens, "w") as f:
+                for i in range(CUSTOMERS):
+                    f.write(post(f"{base}/demo/tokens", {"customer": f"fan{i}"}, {})["token"] + "\n")
+            health = wrk([f"-d{secs}s", f"{base}/health"])
+            reserve = wrk([f"-d{secs}s", "-s", os.path.join(HERE, "reserve.lua"), base], {
+                "FRONTROW_WRK_EVENT": event_id, "FRONTROW_WRK_TOKENS": tokens,
+                "FRONTROW_WRK_ROWS": str(ROWS), "FRONTROW_WRK_SEATS": str(SEATS)})
+            return health, reserve
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", default="target/release/frontrow")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--secs", type=int, default=10)
+    args = parser.parse_args()
+    print("| round | variant | /health req/s | reserve req/s | reserve 201 share | reserve p99 ms | reserve / health |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for round_ in range(1, args.rounds + 1):
+        for variant in VARIANTS:
+            health, reserve = run(args.bin, variant, args.secs)
+            print(f"| {round_} | {variant} | {health['rate']:,.0f} | {reserve['rate']:,.0f} | "
+                  f"{reserve['ok_share']:.2f} | {reserve['p99_ms']:.1f} | {reserve['rate'] / health['rate']:.3f} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

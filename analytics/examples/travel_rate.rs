@@ -129,6 +129,7 @@ async fn event_log(
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
         max_seats_per_customer: None,
+        allow_orphan_seats: false,
         currency: eur,
         seat_map: map,
     };

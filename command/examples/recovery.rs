@@ -104,6 +104,7 @@ async fn generate(journal: &dyn Journal, total: usize) {
                 hold_minutes: HoldMinutes::DEFAULT,
                 max_seats_per_order: 4,
                 max_seats_per_customer: None,
+                allow_orphan_seats: false,
                 currency: Currency::parse("EUR").unwrap(),
                 seat_map: arena(),
             };

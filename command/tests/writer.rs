@@ -89,6 +89,7 @@ fn event(clock: &dyn Clock) -> EventScheduled {
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 4,
         max_seats_per_customer: None,
+        allow_orphan_seats: false,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: map,
     }

@@ -11,9 +11,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
-/// Creates an on-sale event from `body` (the common small event, changed by `change`).
-async fn event_with(app: &TestApp, change: impl FnOnce(&mut Value)) -> EventId {
-    let mut body = app.event_body(Duration::minutes(-1));
+/// Creates an event of the common small body, changed by `change`, with its onsale `onsale_in`
+/// from now; returns once the query side has it.
+async fn event_with(app: &TestApp, onsale_in: Duration, change: impl FnOnce(&mut Value)) -> EventId {
+    let mut body = app.event_body(onsale_in);
     change(&mut body);
     let res = app.create_event_with(ORGANIZER_KEY, &body).await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
@@ -73,7 +74,7 @@ async fn a_selection_that_no_other_choice_of_its_size_can_improve_is_accepted() 
 #[tokio::test]
 async fn an_organizer_can_turn_the_rule_off() {
     let app = TestApp::spawn().await;
-    let event = event_with(&app, |b| b["allow_orphan_seats"] = json!(true)).await;
+    let event = event_with(&app, Duration::minutes(-1), |b| b["allow_orphan_seats"] = json!(true)).await;
     let details: Value = app.get(&format!("/events/{event}")).await.json().await.unwrap();
     assert_eq!(details["allow_orphan_seats"], true);
     let res = app.reserve_seats("alice", event, &["A-1-2", "A-1-3"]).await;
@@ -155,16 +156,11 @@ struct Outcome {
 /// pays for the first hold it gets, or leaves when no area has them. Runs until every fan has
 /// been let in or told "sold out", and checks the venue sold to its last place.
 async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&mut StdRng) -> u8) -> Outcome {
-    let mut body = app.event_body(Duration::minutes(10));
-    body["seat_map"] = venue.seat_map.clone();
-    body["max_seats_per_order"] = json!(6);
-    let res = app.create_event_with(ORGANIZER_KEY, &body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let event: EventId = res.json::<Value>().await.unwrap()["event_id"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let event = event_with(app, Duration::minutes(10), |body| {
+        body["seat_map"] = venue.seat_map.clone();
+        body["max_seats_per_order"] = json!(6);
+    })
+    .await;
     let res = app
         .client
         .put(app.url(&format!("/events/{event}/queue")))

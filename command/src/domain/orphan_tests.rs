@@ -147,6 +147,20 @@ impl Sale {
         self.held(command)
     }
 
+    /// The provider reports reservation `id` paid in full.
+    fn pay(&mut self, id: ReservationId) {
+        let amount = self.state().reservations[&id].amount;
+        self.exec(Command::PaymentSucceeded {
+            reservation_id: id,
+            payment: Payment {
+                provider_event_id: format!("evt_{id}"),
+                payment_intent: format!("pi_{id}"),
+                amount,
+            },
+        })
+        .unwrap();
+    }
+
     fn held(&mut self, command: Command) -> Result<Vec<SeatId>, Rejection> {
         match &self.exec(command)?[..] {
             [Event::SeatsReserved(e)] => Ok(e.seats.clone()),
@@ -156,22 +170,9 @@ impl Sale {
 
     /// The map as [`Sale::given`] draws it.
     fn picture(&self) -> Vec<String> {
-        let state = self.state();
-        state
-            .layout
-            .section_rows(0)
+        free_rows(self.state())
             .iter()
-            .map(|row| {
-                (row.start..row.start + u32::from(row.seats))
-                    .map(|i| {
-                        if state.seats[i as usize] == SeatState::Available {
-                            '.'
-                        } else {
-                            'x'
-                        }
-                    })
-                    .collect()
-            })
+            .map(|row| row.iter().map(|&free| if free { '.' } else { 'x' }).collect())
             .collect()
     }
 }
@@ -421,16 +422,7 @@ fn a_waiting_room_selling_pairs_sells_out_and_tells_everyone_waiting() {
                 admission: Some(ticket),
             });
             assert!(held.is_ok(), "fan {ticket} admitted for nothing: {held:?}");
-            let amount = sale.state().reservations[&id].amount;
-            sale.exec(Command::PaymentSucceeded {
-                reservation_id: id,
-                payment: Payment {
-                    provider_event_id: format!("evt_{id}"),
-                    payment_intent: format!("pi_{id}"),
-                    amount,
-                },
-            })
-            .unwrap();
+            sale.pay(id);
             bought += 1;
         }
         if sold_out.is_some() {
@@ -471,16 +463,7 @@ fn only_singles_left_is_not_sold_out_until_they_are_sold() {
     assert!(sale.exec(Command::AdvanceQueue { seed: 2 }).unwrap().is_empty());
     let holds: Vec<ReservationId> = sale.state().reservations.keys().copied().collect();
     for id in holds {
-        let amount = sale.state().reservations[&id].amount;
-        sale.exec(Command::PaymentSucceeded {
-            reservation_id: id,
-            payment: Payment {
-                provider_event_id: format!("evt_{id}"),
-                payment_intent: format!("pi_{id}"),
-                amount,
-            },
-        })
-        .unwrap();
+        sale.pay(id);
     }
     assert_eq!(
         sale.exec(Command::AdvanceQueue { seed: 3 }).unwrap(),

@@ -83,6 +83,7 @@ pub fn event(now: DateTime<Utc>) -> EventScheduled {
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 8,
         max_seats_per_customer: None,
+        allow_orphan_seats: false,
         currency: Currency::parse("EUR").expect("valid currency"),
         seat_map: arena(),
     }

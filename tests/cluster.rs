@@ -65,6 +65,8 @@ fn event_body() -> Value {
         "title": "Cluster Night", "artist": "The Nodes", "venue": "Hall", "city": "Delft",
         "starts_at": now + chrono::Duration::days(30), "onsale_at": now - chrono::Duration::minutes(1),
         "max_seats_per_order": 4, "currency": "EUR",
+        // Fans pick scattered seats during failovers; the no-orphan rule is not what is tested.
+        "allow_orphan_seats": true,
         "seat_map": {"tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
                      "sections": [{"code": "A", "name": "Stalls", "rows": [
                         {"name": "1", "seats": 25, "tier": "STD"}, {"name": "2", "seats": 25, "tier": "STD"},

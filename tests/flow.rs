@@ -137,7 +137,8 @@ async fn late_payments_book_if_free_and_refund_otherwise() {
         .json()
         .await
         .unwrap();
-    let b: Value = app.reserve_seats("bob", event, &["A-1-2"]).await.json().await.unwrap();
+    // Bob's seat starts its own row, so taking it again leaves no seat alone (the no-orphan rule).
+    let b: Value = app.reserve_seats("bob", event, &["A-2-1"]).await.json().await.unwrap();
     app.clock.advance(Duration::minutes(11));
     // Wait until both holds have expired.
     for rid in [&a["reservation_id"], &b["reservation_id"]] {
@@ -155,7 +156,7 @@ async fn late_payments_book_if_free_and_refund_otherwise() {
         assert!(expired);
     }
     // Carol takes Bob's seat after his hold expired.
-    assert_eq!(app.reserve_seats("carol", event, &["A-1-2"]).await.status(), 201);
+    assert_eq!(app.reserve_seats("carol", event, &["A-2-1"]).await.status(), 201);
 
     let pay_a = app.payment_event(
         "payment_intent.succeeded",

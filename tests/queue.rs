@@ -99,22 +99,6 @@ async fn queue_event(app: &TestApp, max_size: u32, max_shoppers: u32) -> EventId
     event
 }
 
-/// The fan's status on the query side, polled until `check` holds.
-async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..250 {
-        let res = app.get_as(who, &format!("/events/{event}/queue/me")).await;
-        if res.status() == 200 {
-            last = res.json().await.unwrap();
-            if check(&last) {
-                return last;
-            }
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    panic!("{who}'s status never matched; last {last}");
-}
-
 async fn journal_len(app: &TestApp) -> u64 {
     let mut n = 0;
     for p in 0..app.journal.partitions() {

@@ -129,6 +129,8 @@ async fn event_log(
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
         max_seats_per_customer: None,
+        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+        allow_orphan_seats: true,
         currency: eur,
         seat_map: map,
     };

@@ -778,6 +778,7 @@ mod tests {
             hold_minutes: HoldMinutes::new(5).unwrap(),
             max_seats_per_order: 2,
             max_seats_per_customer: None,
+            allow_orphan_seats: false,
             currency: Currency::parse("EUR").unwrap(),
             seat_map,
         }

@@ -167,6 +167,8 @@ impl Sim {
             max_seats_per_order: 6,
             // A few simulated customers buy again and again: the per-customer limit stays out of the way.
             max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
+            // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+            allow_orphan_seats: true,
             currency: Currency::parse("EUR").unwrap(),
             seat_map,
         };

@@ -108,6 +108,8 @@ async fn the_map_at_an_instant_equals_the_map_read_live_then() {
         max_seats_per_order: 6,
         // A few simulated customers buy again and again: the per-customer limit stays out of the way.
         max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
+        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+        allow_orphan_seats: true,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: map,
     })))
@@ -332,6 +334,8 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
             max_seats_per_order: 6,
             // A few simulated customers buy again and again: the per-customer limit stays out of the way.
             max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
+            // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+            allow_orphan_seats: true,
             currency: Currency::parse("EUR").unwrap(),
             seat_map: map.clone(),
         }))

@@ -89,6 +89,8 @@ fn event(clock: &dyn Clock) -> EventScheduled {
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 4,
         max_seats_per_customer: None,
+        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+        allow_orphan_seats: true,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: map,
     }

@@ -214,6 +214,7 @@ impl LiveEvent {
             hold_minutes: i.hold_minutes.minutes(),
             max_seats_per_order: i.max_seats_per_order,
             max_seats_per_customer: i.seats_per_customer(),
+            allow_orphan_seats: i.allow_orphan_seats,
             seats: self.total,
             seat_map: self.layout.map().clone(),
             waiting_room: self.queue.is_some(),
@@ -317,6 +318,7 @@ mod tests {
             hold_minutes: HoldMinutes::DEFAULT,
             max_seats_per_order: 6,
             max_seats_per_customer: None,
+            allow_orphan_seats: false,
             currency: Currency::parse("EUR").unwrap(),
             seat_map: serde_json::from_value(serde_json::json!({
                 "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},

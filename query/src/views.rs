@@ -169,6 +169,9 @@ pub struct EventDetails {
     pub max_seats_per_order: u8,
     /// Most seats one customer may hold and own at once at this event (held plus booked).
     pub max_seats_per_customer: u16,
+    /// The organizer turned the no-orphan-seat rule off: a selection may leave a single free
+    /// seat alone in its row (otherwise refused with `409 orphan-seat` where avoidable).
+    pub allow_orphan_seats: bool,
     pub seats: SeatCounts,
     /// Sections, rows (seat count and price tier) and the price tiers.
     pub seat_map: SeatMap,

@@ -79,6 +79,12 @@ pub struct EventScheduled {
     /// existed: then it is `max_seats_per_order` ([`EventScheduled::seats_per_customer`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_seats_per_customer: Option<u16>,
+    /// The organizer turned the no-orphan-seat rule off: best-available may leave a single
+    /// free seat stranded in its row, and an explicit selection that strands one is accepted.
+    /// Absent while the rule is on (the default), and in events written before the rule
+    /// existed, which read as on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_orphan_seats: bool,
     pub currency: Currency,
     pub seat_map: SeatMap,
 }

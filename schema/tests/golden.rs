@@ -84,6 +84,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     hold_minutes: HoldMinutes::new(10).unwrap(),
                     max_seats_per_order: 6,
                     max_seats_per_customer: None,
+                    allow_orphan_seats: false,
                     currency: Currency::parse("EUR").unwrap(),
                     seat_map: seat_map(),
                 }),
@@ -107,6 +108,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     hold_minutes: HoldMinutes::new(15).unwrap(),
                     max_seats_per_order: 4,
                     max_seats_per_customer: None,
+                    allow_orphan_seats: false,
                     currency: Currency::parse("KRW").unwrap(),
                     seat_map: seat_map(),
                 }),
@@ -130,6 +132,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     hold_minutes: HoldMinutes::new(10).unwrap(),
                     max_seats_per_order: 4,
                     max_seats_per_customer: None,
+                    allow_orphan_seats: false,
                     currency: Currency::parse("KRW").unwrap(),
                     seat_map: seat_map(),
                 }),
@@ -207,6 +210,31 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     hold_minutes: HoldMinutes::new(10).unwrap(),
                     max_seats_per_order: 6,
                     max_seats_per_customer: Some(12),
+                    allow_orphan_seats: false,
+                    currency: Currency::parse("EUR").unwrap(),
+                    seat_map: seat_map(),
+                }),
+            ),
+        ),
+        (
+            "event_scheduled_allowing_orphan_seats",
+            envelope(
+                21,
+                Event::EventScheduled(EventScheduled {
+                    event_id: EventId::from_uuid(uuid(4)),
+                    organizer: OrganizerId::parse("riverside-live").unwrap(),
+                    title: "Club Night".into(),
+                    artist: "DJ Shadow".into(),
+                    aliases: vec![],
+                    venue: "Riverside Arena".into(),
+                    city: "Amsterdam".into(),
+                    tags: vec![],
+                    starts_at: Utc.with_ymd_and_hms(2026, 9, 5, 22, 0, 0).unwrap(),
+                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
+                    hold_minutes: HoldMinutes::new(10).unwrap(),
+                    max_seats_per_order: 6,
+                    max_seats_per_customer: None,
+                    allow_orphan_seats: true,
                     currency: Currency::parse("EUR").unwrap(),
                     seat_map: seat_map(),
                 }),
@@ -417,6 +445,23 @@ fn events_written_before_the_customer_limit_read_with_one_order_per_customer() {
     };
     assert_eq!(info.max_seats_per_customer, None);
     assert_eq!(info.seats_per_customer(), 6, "max_seats_per_order");
+}
+
+#[test]
+fn events_written_before_the_orphan_rule_read_with_the_rule_on() {
+    for name in ["event_scheduled", "event_scheduled_with_customer_limit"] {
+        let bytes = std::fs::read(golden_dir().join(format!("{name}.json"))).unwrap();
+        let Event::EventScheduled(info) = decode(&bytes).unwrap().event else {
+            panic!("{name}: not an EventScheduled")
+        };
+        assert!(!info.allow_orphan_seats, "{name}: the no-orphan rule is on");
+    }
+    let bytes = std::fs::read(golden_dir().join("event_scheduled_allowing_orphan_seats.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        v["data"]["allow_orphan_seats"], true,
+        "written only when the organizer turned it off"
+    );
 }
 
 #[test]

@@ -374,6 +374,7 @@ mod tests {
             hold_minutes: HoldMinutes::DEFAULT,
             max_seats_per_order: 6,
             max_seats_per_customer: None,
+            allow_orphan_seats: false,
             currency: Currency::parse("EUR").unwrap(),
             seat_map: map(&[(2, "VIP"), (3, "STD")]),
         });

@@ -246,6 +246,22 @@ impl TestApp {
     }
 }
 
+/// The fan's status on the query side, polled until `check` holds.
+pub async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..250 {
+        let res = app.get_as(who, &format!("/events/{event}/queue/me")).await;
+        if res.status() == 200 {
+            last = res.json().await.unwrap();
+            if check(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("{who}'s status never matched; last {last}");
+}
+
 /// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
 /// its body.
 pub async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {

@@ -58,6 +58,12 @@ pub struct CreateEvent {
     /// (default: `max_seats_per_order`; at least that, at most 1000).
     #[serde(default)]
     pub max_seats_per_customer: Option<u16>,
+    /// Turn the no-orphan-seat rule off (default `false`: best-available never leaves a single
+    /// free seat alone in its row when another block avoids it, and an explicit selection that
+    /// would is refused with `409 orphan-seat` unless no selection of as many seats in that row
+    /// avoids it).
+    #[serde(default)]
+    pub allow_orphan_seats: bool,
     #[schema(value_type = String, example = "EUR")]
     pub currency: Currency,
     pub seat_map: SeatMap,
@@ -132,6 +138,7 @@ pub(super) async fn create_event(
         hold_minutes: body.hold_minutes,
         max_seats_per_order: body.max_seats_per_order,
         max_seats_per_customer: body.max_seats_per_customer,
+        allow_orphan_seats: body.allow_orphan_seats,
         currency: body.currency,
         seat_map: body.seat_map,
     };

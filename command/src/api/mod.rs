@@ -233,6 +233,7 @@ fn rejection(r: Rejection) -> Problem {
         Rejection::UnknownSection(_) => Problem::unprocessable("unknown-section", detail),
         Rejection::SeatsUnavailable(seats) => Problem::conflict("seats-unavailable", detail).with("seats", seats),
         Rejection::NoAdjacentSeats { .. } => Problem::conflict("no-adjacent-seats", detail),
+        Rejection::OrphanSeat(seats) => Problem::conflict("orphan-seat", detail).with("seats", seats),
         Rejection::IdempotencyKeyReused => Problem::unprocessable("idempotency-key-reused", detail),
         Rejection::AlreadyBooked => Problem::conflict("already-booked", detail),
         Rejection::NotBooked(_) => Problem::conflict("not-booked", detail),

@@ -80,7 +80,9 @@ frontrow_http::problems! {
           Cause::new(403, "`admission-required`, `admission-invalid`, `admission-expired`, \
               `admission-wrong-event`: the event has a waiting room and the admission token is missing, \
               forged, another customer's, expired or for another event"),
-          Cause::new(409, "`seats-unavailable` (`seats` lists them), `no-adjacent-seats`, `not-on-sale` \
+          Cause::new(409, "`seats-unavailable` (`seats` lists them), `no-adjacent-seats`, `orphan-seat` (the \
+              selection would leave a single free seat alone in its row, `seats` lists it, while another \
+              selection of as many seats in that row would not; the event's no-orphan rule), `not-on-sale` \
               (`onsale_at` says when), `sales-closed`, `admission-spent`, `admission-in-use` \
               (`reservation_id` names the hold), or `customer-limit` (the customer's seat limit for the \
               event, `max_seats_per_customer`, is reached; `seats_held_or_booked` says how many they have)"),

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use frontrow_schema::*;
 
+use super::orphans;
 use super::queue::{QueueState, TicketStatus};
 use super::state::{EventState, ReservationStatus, SeatState};
 
@@ -30,7 +31,8 @@ pub enum SeatSelection {
     /// Exactly these seats.
     Explicit(Vec<SeatId>),
     /// The best `count` adjacent seats in one section: the frontmost row that has a run of
-    /// `count` free seats, and in it the run closest to the row's centre.
+    /// `count` free seats, and in it the run closest to the row's centre; under the event's
+    /// no-orphan rule, a block that strands no single seat first (see [`super::orphans`]).
     BestAvailable { section: SectionCode, count: u8 },
 }
 
@@ -146,6 +148,8 @@ pub enum Rejection {
     SeatsUnavailable(Vec<SeatId>),
     #[error("section {section} has no {count} adjacent seats left")]
     NoAdjacentSeats { section: SectionCode, count: u8 },
+    #[error("these seats would be left on their own in their row, where nobody can sit next to anyone: {}; choose seats that leave no single seat between taken seats or at a row's end", join(.0))]
+    OrphanSeat(Vec<SeatId>),
     #[error("this Idempotency-Key was already used for a different request")]
     IdempotencyKeyReused,
     #[error("the reservation is booked; cancel it instead of releasing it")]
@@ -260,6 +264,7 @@ fn same_event(a: &EventScheduled, b: &EventScheduled) -> bool {
         && a.hold_minutes == b.hold_minutes
         && a.max_seats_per_order == b.max_seats_per_order
         && a.max_seats_per_customer == b.max_seats_per_customer
+        && a.allow_orphan_seats == b.allow_orphan_seats
         && a.currency == b.currency
         && a.organizer == b.organizer
         && a.title == b.title
@@ -382,7 +387,16 @@ fn reserve(
         return Err(Rejection::AdmissionInUse(held));
     }
     let seats: Vec<u32> = match selection {
-        SeatSelection::Explicit(ids) => explicit_seats(state, ids)?,
+        SeatSelection::Explicit(ids) => {
+            let seats = explicit_seats(state, ids)?;
+            if !state.info.allow_orphan_seats {
+                let stranded = orphans::stranded_by(state, &seats);
+                if !stranded.is_empty() {
+                    return Err(Rejection::OrphanSeat(state.seat_ids(&stranded)));
+                }
+            }
+            seats
+        }
         SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
     };
     // Prices are bounded since they are validated; an event recorded before that may still
@@ -523,9 +537,11 @@ fn join_waitlist(state: &EventState, customer: &CustomerId, now: DateTime<Utc>) 
 
 /// Moves the waiting room on at `now`. Admission follows the inventory: while fewer than
 /// `max_shoppers` are shopping, the next fan in line is let in as long as the admitted fans
-/// who hold nothing yet could not, each buying a full order, take every free seat already
-/// (`unheld * max_per_order < available`). Seats in live holds are not free; a hold that ends
-/// frees its seats and the next `advance` admits against them.
+/// who hold nothing yet could not, each buying the largest order still sellable
+/// ([`orphans::sellable`]), take every free seat already (`unheld * largest < available`).
+/// Seats in live holds are not free; a hold that ends frees its seats and the next `advance`
+/// admits against them. When no order of any size can be sold and no hold could come back,
+/// the event is sold out.
 fn advance_queue(state: &EventState, seed: u64, now: DateTime<Utc>) -> Vec<Event> {
     let Some(queue) = &state.queue else { return vec![] };
     let mut events = Vec::new();
@@ -557,14 +573,20 @@ fn advance_queue(state: &EventState, seed: u64, now: DateTime<Utc>) -> Vec<Event
         return events;
     }
     let available = u64::from(state.counts.available);
-    let per_order = u64::from(state.info.max_seats_per_order);
+    // Scanned only when needed: the largest sellable order is at most `max_seats_per_order`, so
+    // while the admitted fans could not take every free seat even with full orders, the next fan
+    // is let in without looking at the seats.
+    let sizes = std::cell::OnceCell::new();
+    let sellable = || *sizes.get_or_init(|| orphans::sellable(state));
+    let full_order = u64::from(state.info.max_seats_per_order);
+    let room = |unheld: u64| unheld * full_order < available || unheld * u64::from(sellable().largest()) < available;
     let mut shopping = queue.live.len() as u64 - lapsed;
     let mut unheld = queue.unheld() - lapsed;
     let expires_at = now + chrono::Duration::seconds(i64::from(queue.config.admission_secs));
     let waitlist = queue.sold_out;
     let mut next = lottery.into_iter().chain(queue.next_waiting(waitlist));
     let mut waiting_left = queue.waiting;
-    while shopping < u64::from(queue.config.max_shoppers) && unheld * per_order < available {
+    while shopping < u64::from(queue.config.max_shoppers) && room(unheld) {
         let Some(ticket) = next.next() else { break };
         let customer = queue.tickets[&ticket].customer.clone();
         events.push(Event::Queue(if waitlist {
@@ -584,8 +606,8 @@ fn advance_queue(state: &EventState, seed: u64, now: DateTime<Utc>) -> Vec<Event
         shopping += 1;
         unheld += 1;
     }
-    // Nothing free and no hold that could come back: nothing is left to buy.
-    if !queue.sold_out && available == 0 && state.counts.held == 0 {
+    // No order of any size can be sold and no hold could come back: nothing is left to buy.
+    if !queue.sold_out && state.counts.held == 0 && sellable().is_empty() {
         events.push(Event::Queue(QueueEvent::SoldOut(QueueSoldOut {
             waiting: waiting_left,
         })));
@@ -621,36 +643,12 @@ fn best_available(state: &EventState, section: &SectionCode, count: u8) -> Resul
     let Some(si) = state.layout.section_index(section) else {
         return Err(Rejection::UnknownSection(section.clone()));
     };
-    let count = u32::from(count);
-    for row in state.layout.section_rows(si) {
-        let seats = u32::from(row.seats);
-        if seats < count {
-            continue;
+    let rows = state.layout.section_rows(si);
+    orphans::best_block(state, rows, u32::from(count), !state.info.allow_orphan_seats).ok_or_else(|| {
+        Rejection::NoAdjacentSeats {
+            section: section.clone(),
+            count,
         }
-        // Twice the distance of a run's centre from the row's centre, in seats.
-        let centre_distance = |start: u32| (2 * start + count).abs_diff(seats);
-        let mut best: Option<u32> = None;
-        let mut run = 0u32;
-        for offset in 0..seats {
-            if state.seats[(row.start + offset) as usize] == SeatState::Available {
-                run += 1;
-            } else {
-                run = 0;
-            }
-            if run >= count {
-                let start = offset + 1 - count;
-                if best.is_none_or(|b| centre_distance(start) < centre_distance(b)) {
-                    best = Some(start);
-                }
-            }
-        }
-        if let Some(start) = best {
-            return Ok((row.start + start..row.start + start + count).collect());
-        }
-    }
-    Err(Rejection::NoAdjacentSeats {
-        section: section.clone(),
-        count: count as u8,
     })
 }
 

@@ -6,6 +6,7 @@
 //! is no I/O here, no clock and no randomness: the writer passes `now` and fresh ids in.
 
 mod decide;
+mod orphans;
 pub mod queue;
 mod state;
 
@@ -13,6 +14,7 @@ pub use decide::{
     Command, MAX_PROVIDER_MESSAGE, MAX_SEATS_PER_CUSTOMER, MAX_SEATS_PER_ORDER, MAX_TEXT, QueueSettings, Rejection,
     SeatSelection, decide,
 };
+pub use orphans::{OrderSizes, sellable};
 pub use queue::{QueueState, Ticket, TicketStatus};
 pub use state::{Counts, EventSnapshot, EventState, Reservation, ReservationStatus, SeatState};
 
@@ -30,6 +32,8 @@ pub fn apply(state: &mut Option<EventState>, event: &Event, idempotency_key: Opt
     }
 }
 
+#[cfg(test)]
+mod orphan_tests;
 #[cfg(test)]
 mod queue_tests;
 #[cfg(test)]

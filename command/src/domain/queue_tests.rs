@@ -49,6 +49,7 @@ fn info(rows: usize, per_row: u16) -> EventScheduled {
         hold_minutes: HoldMinutes::new(10).unwrap(),
         max_seats_per_order: 4,
         max_seats_per_customer: None,
+        allow_orphan_seats: false,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: serde_json::from_value(serde_json::json!({
             "tiers": [{"code": "STD", "name": "Standard", "price": 4000}],
@@ -336,6 +337,7 @@ fn leaving_and_joining_again_does_not_give_a_fan_a_second_hold() {
     let mut sim = Onsale::new(
         EventScheduled {
             max_seats_per_customer: Some(8),
+            allow_orphan_seats: false,
             ..info(2, 10)
         },
         None,

@@ -91,6 +91,8 @@ impl Generator {
                 // Forty customers buy the whole house again and again: the limit stays out
                 // of the way.
                 max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
+                // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+                allow_orphan_seats: true,
                 currency: Currency::parse("EUR").unwrap(),
                 seat_map: map(rows.max(2) - u16::from(i % 3 == 0), seats),
             };

@@ -139,6 +139,7 @@ pub fn scheduled(event_id: EventId, title: &str, starts_at: DateTime<Utc>, seat_
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
         max_seats_per_customer: None,
+        allow_orphan_seats: false,
         currency: eur(),
         seat_map,
     })

@@ -83,6 +83,7 @@ fn scheduled(event_id: EventId, artist: &str, city: &str, seats: u16) -> Event {
         hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
         max_seats_per_customer: None,
+        allow_orphan_seats: false,
         currency: Currency::parse("EUR").unwrap(),
         seat_map: serde_json::from_value(serde_json::json!({
             "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900}, {"code": "STD", "name": "Standard", "price": 4500}],

@@ -8,6 +8,7 @@ const SENTENCES = {
   // Seats and orders
   'seats-unavailable': 'Sorry — someone else just took one of those seats. Please pick others.',
   'no-adjacent-seats': 'There are not that many seats together in this section any more. Try fewer seats or another section.',
+  'orphan-seat': 'That choice would leave a single seat on its own in the row, which nobody could sit in with anyone. Move your seats next to taken ones or to the end of the row.',
   'bad-seat-count': 'That is more seats than one order may hold.',
   'duplicate-seat': 'The same seat was picked twice.',
   'unknown-seats': 'One of those seats does not exist on this map any more. Please reload the page.',

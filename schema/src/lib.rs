@@ -26,6 +26,6 @@ pub use queue::{
     QueueSoldOut, WaitlistJoined, WaitlistOffered, lottery_order,
 };
 pub use seatmap::{
-    Currency, HoldMinutes, MAX_PRICE, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section, SectionCode,
-    TierCode, checked_sum, text_fits,
+    Currency, HoldMinutes, MAX_PRICE, Money, PriceTier, Row, SeatAttributes, SeatId, SeatMap, SeatMapError, Section,
+    SectionCode, TierCode, checked_sum, text_fits,
 };

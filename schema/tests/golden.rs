@@ -136,6 +136,24 @@ fn cases() -> Vec<(&'static str, Envelope)> {
             ),
         ),
         (
+            "seat_map_changed_with_seat_attributes",
+            envelope(
+                21,
+                Event::SeatMapChanged(SeatMapChanged {
+                    seat_map: serde_json::from_value(serde_json::json!({
+                        "tiers": [{"code": "STD", "name": "Standard", "price": 5900}],
+                        "sections": [
+                            {"code": "101", "name": "Lower 101", "rows": [
+                                {"name": "A", "seats": 12, "tier": "STD",
+                                 "wheelchair": [1, 12], "companion": [2, 11], "aisle": [1, 12]},
+                                {"name": "B", "seats": 12, "tier": "STD", "restricted_view": [5, 6, 7]}]}
+                        ]
+                    }))
+                    .unwrap(),
+                }),
+            ),
+        ),
+        (
             "seat_map_changed",
             envelope(2, Event::SeatMapChanged(SeatMapChanged { seat_map: seat_map() })),
         ),

@@ -35,6 +35,7 @@ fn map(rows: u16, seats: u16) -> SeatMap {
         name: frontrow_schema::seatmap::RowName::parse(name).unwrap(),
         seats,
         tier: TierCode::parse(tier).unwrap(),
+        attributes: Default::default(),
     };
     let section = |code: &str, tier: &str| Section {
         code: SectionCode::parse(code).unwrap(),

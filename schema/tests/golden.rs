@@ -255,6 +255,25 @@ fn cases() -> Vec<(&'static str, Envelope)> {
             ),
         ),
         (
+            "seats_withheld",
+            envelope(
+                22,
+                Event::SeatsWithheld(SeatsWithheld {
+                    seats: seats(&["FLA-1-1", "FLA-1-2"]),
+                    label: "house seats".into(),
+                }),
+            ),
+        ),
+        (
+            "seats_returned",
+            envelope(
+                23,
+                Event::SeatsReturned(SeatsReturned {
+                    seats: seats(&["FLA-1-2"]),
+                }),
+            ),
+        ),
+        (
             "seats_reserved_with_admission",
             envelope(
                 9,
@@ -396,6 +415,8 @@ fn every_event_type_has_a_golden_file() {
         "frontrow.seats.released",
         "frontrow.payment.refunded",
         "frontrow.payment.failed",
+        "frontrow.seats.withheld",
+        "frontrow.seats.returned",
         "frontrow.queue.opened",
         "frontrow.queue.joined",
         "frontrow.queue.shuffled",

@@ -264,6 +264,36 @@ impl Generator {
                         reservation_id: rid,
                     }
                 }
+                94..=95 => {
+                    // The organizer withholds a few free seats, or returns withheld ones.
+                    let organizer = state.info.organizer.clone();
+                    let withheld: Vec<u32> = state.withheld.keys().copied().collect();
+                    let from: Vec<u32> = if !withheld.is_empty() && self.rng.random_bool(0.5) {
+                        withheld
+                    } else {
+                        (0..state.seats.len() as u32)
+                            .filter(|&i| state.seats[i as usize] == SeatState::Available)
+                            .collect()
+                    };
+                    if from.is_empty() {
+                        continue;
+                    }
+                    let start = self.rng.random_range(0..from.len());
+                    let count = self.rng.random_range(1..=3).min(from.len() - start);
+                    let seats = from[start..start + count]
+                        .iter()
+                        .map(|&i| state.layout.seat_at(i))
+                        .collect();
+                    if state.seats[from[start] as usize] == SeatState::Withheld {
+                        Command::ReturnWithheld { organizer, seats }
+                    } else {
+                        Command::Withhold {
+                            organizer,
+                            seats,
+                            label: "house seats".into(),
+                        }
+                    }
+                }
                 _ => {
                     // Time passes: holds run out.
                     self.now += Duration::minutes(3);

@@ -21,6 +21,8 @@ fn attribute_event(app: &TestApp) -> Value {
     body
 }
 
+const ORGANIZER: (&str, &str) = ("x-api-key", ORGANIZER_KEY);
+
 async fn create(app: &TestApp, body: &Value) -> EventId {
     let res = app.create_event_with(ORGANIZER_KEY, body).await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
@@ -331,7 +333,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
         ),
         (json!(4), json!(1), json!(1))
     );
-    let sales = get_until(&app, &format!("/events/{event}/sales"), |v| {
+    let sales = get_until(&app, &format!("/events/{event}/sales"), ORGANIZER, |v| {
         v["total"]["booked_now"] == 1
     })
     .await;
@@ -345,7 +347,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
         t["seats"].as_i64().unwrap()
     );
     assert_eq!(t["seats"], 26);
-    let history = get_until(&app, &format!("/events/{event}/seats/A-1-5/history"), |v| {
+    let history = get_until(&app, &format!("/events/{event}/seats/A-1-5/history"), ORGANIZER, |v| {
         v["history"].as_array().is_some_and(|h| h.len() == 4)
     })
     .await;
@@ -357,7 +359,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
         .collect();
     assert_eq!(kinds, ["withheld", "returned", "held", "booked"]);
     assert_eq!(history["history"][0]["reservation_id"], Value::Null);
-    let still = get_until(&app, &format!("/events/{event}/seats/A-1-4/history"), |v| {
+    let still = get_until(&app, &format!("/events/{event}/seats/A-1-4/history"), ORGANIZER, |v| {
         v["state"] == "withheld"
     })
     .await;
@@ -381,26 +383,4 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
         (1, 4, 1, 26)
     );
     app.stop().await;
-}
-
-/// Reads an organizer route until `check` holds (the ledger follows the log).
-async fn get_until(app: &TestApp, path: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        let res = app
-            .client
-            .get(app.url(path))
-            .header("x-api-key", ORGANIZER_KEY)
-            .send()
-            .await
-            .unwrap();
-        if res.status() == 200 {
-            last = res.json().await.unwrap();
-            if check(&last) {
-                return last;
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("{path} never satisfied the check; last answer: {last}");
 }

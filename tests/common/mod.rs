@@ -246,6 +246,28 @@ impl TestApp {
     }
 }
 
+/// Polls a GET until `check` accepts the JSON answer (the ledger projector runs behind the log).
+pub async fn get_until(app: &TestApp, path: &str, auth: (&str, &str), check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let res = app
+            .client
+            .get(app.url(path))
+            .header(auth.0, auth.1)
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 200 {
+            last = res.json().await.unwrap();
+            if check(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{path} never satisfied the check; last answer: {last}");
+}
+
 /// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
 /// its body.
 pub async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {

@@ -24,6 +24,7 @@ fn row(name: &str, seats: u16, tier: &str) -> Row {
         name: RowName::parse(name).expect("valid row"),
         seats,
         tier: TierCode::parse(tier).expect("valid tier"),
+        attributes: SeatAttributes::default(),
     }
 }
 

@@ -22,5 +22,7 @@ mod checkout;
 mod errors;
 #[path = "browser/live.rs"]
 mod live;
+#[path = "browser/seating_attributes.rs"]
+mod seating_attributes;
 #[path = "browser/waiting_room.rs"]
 mod waiting_room;

@@ -9,8 +9,8 @@
 //! Definitions (also in the README):
 //! - counts per second are counts of facts stamped in that UTC second: reservations (and the
 //!   seats they hold), bookings (and seats sold), releases by reason;
-//! - `sold_out_at` is the stamp of the first fact after which every seat of the event is
-//!   booked; time to sell out runs from `onsale_at` (and, separately, from the first
+//! - `sold_out_at` is the stamp of the first fact after which every seat of the event that the
+//!   organizer does not withhold is booked; time to sell out runs from `onsale_at` (and, separately, from the first
 //!   reservation seen) to it; a refund after it does not move it;
 //! - conversion is, of the reservations made in the range, the share that a booking in the
 //!   range sold; time to pay is booking stamp minus reservation stamp, and its median is the
@@ -154,6 +154,9 @@ pub struct EventReport {
     /// Seat states at the end of the replay.
     pub seats_booked_now: u64,
     pub seats_held_now: u64,
+    /// Withheld by the organizer: booked, held and withheld seats never exceed `seats_total`,
+    /// and the rest are available.
+    pub seats_withheld_now: u64,
     pub first_reservation_at: Option<DateTime<Utc>>,
     pub totals: Counts,
     /// `null` when the event did not sell out in the replay.
@@ -178,6 +181,8 @@ enum Seat {
     Available,
     Held,
     Booked,
+    /// Kept out of the sale by the organizer.
+    Withheld,
 }
 
 struct Hold {
@@ -193,6 +198,7 @@ struct EventFold {
     seats: Vec<Seat>,
     booked: u64,
     held: u64,
+    withheld: u64,
     sold_at: Vec<Option<DateTime<Utc>>>,
     holds_per_seat: Vec<u64>,
     ever_booked: Vec<bool>,
@@ -245,6 +251,7 @@ impl EventFold {
             seats: Vec::new(),
             booked: 0,
             held: 0,
+            withheld: 0,
             sold_at: Vec::new(),
             holds_per_seat: Vec::new(),
             ever_booked: Vec::new(),
@@ -273,6 +280,7 @@ impl EventFold {
         self.ever_booked = vec![false; n];
         self.booked = 0;
         self.held = 0;
+        self.withheld = 0;
     }
 
     fn indexes(&self, seats: &[SeatId]) -> Vec<u32> {
@@ -284,11 +292,13 @@ impl EventFold {
         match *slot {
             Seat::Held => self.held -= 1,
             Seat::Booked => self.booked -= 1,
+            Seat::Withheld => self.withheld -= 1,
             Seat::Available => {}
         }
         match to {
             Seat::Held => self.held += 1,
             Seat::Booked => self.booked += 1,
+            Seat::Withheld => self.withheld += 1,
             Seat::Available => {}
         }
         *slot = to;
@@ -351,7 +361,10 @@ impl EventFold {
                         self.pay_ms.push((time - hold.at).num_milliseconds());
                     }
                 }
-                if self.sold_out_at.is_none() && self.booked == self.seats.len() as u64 && !self.seats.is_empty() {
+                if self.sold_out_at.is_none()
+                    && self.booked + self.withheld == self.seats.len() as u64
+                    && self.booked > 0
+                {
                     self.sold_out_at = Some(time);
                 }
             }
@@ -372,6 +385,16 @@ impl EventFold {
                     ReleaseReason::Released => counts.released = 1,
                     ReleaseReason::PaymentFailed => counts.payment_failed = 1,
                     ReleaseReason::Refunded => counts.refunded = 1,
+                }
+            }
+            Event::SeatsWithheld(e) => {
+                for i in self.indexes(&e.seats) {
+                    self.set(i, Seat::Withheld);
+                }
+            }
+            Event::SeatsReturned(e) => {
+                for i in self.indexes(&e.seats) {
+                    self.set(i, Seat::Available);
                 }
             }
             // Money facts without seat changes: the figures above already count what they did.
@@ -497,6 +520,7 @@ impl EventFold {
             seats_total: self.seats.len() as u64,
             seats_booked_now: self.booked,
             seats_held_now: self.held,
+            seats_withheld_now: self.withheld,
             first_reservation_at: self.first_reservation_at,
             totals: self.totals,
             time_to_sell_out,

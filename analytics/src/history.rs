@@ -59,9 +59,11 @@ pub async fn seat_history_with_organizer(
                     state = "available";
                     return;
                 }
-                Event::SeatsReserved(e) => (&e.seats, "held", e.reservation_id, "held"),
-                Event::SeatsBooked(e) => (&e.seats, "booked", e.reservation_id, "booked"),
-                Event::SeatsReleased(e) => (&e.seats, e.reason.as_str(), e.reservation_id, "available"),
+                Event::SeatsReserved(e) => (&e.seats, "held", Some(e.reservation_id), "held"),
+                Event::SeatsBooked(e) => (&e.seats, "booked", Some(e.reservation_id), "booked"),
+                Event::SeatsReleased(e) => (&e.seats, e.reason.as_str(), Some(e.reservation_id), "available"),
+                Event::SeatsWithheld(e) => (&e.seats, "withheld", None, "withheld"),
+                Event::SeatsReturned(e) => (&e.seats, "returned", None, "available"),
                 Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => return,
             };
             // Like the ledger, only a seat of the map in force is recorded.
@@ -71,7 +73,7 @@ pub async fn seat_history_with_organizer(
                 history.push(SeatHistoryEntry {
                     sequence: env.sequence as i64,
                     kind: kind.to_owned(),
-                    reservation_id: reservation.as_uuid(),
+                    reservation_id: reservation.map(|r| r.as_uuid()),
                     at: env.time.trunc_subsecs(6),
                 });
             }

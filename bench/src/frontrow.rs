@@ -130,6 +130,7 @@ pub fn state_letters(state: &EventState) -> BTreeMap<String, char> {
                 SeatState::Available => 'A',
                 SeatState::Held(_) => 'H',
                 SeatState::Booked(_) => 'B',
+                SeatState::Withheld => 'W',
             };
             (state.layout.seat_at(i as u32).to_string(), c)
         })

@@ -38,6 +38,7 @@ fn arena() -> SeatMap {
                     name: RowName::parse(&r.to_string()).unwrap(),
                     seats: 25,
                     tier: TierCode::parse("STD").unwrap(),
+                    attributes: Default::default(),
                 })
                 .collect(),
         })

@@ -127,6 +127,8 @@ pub struct SalesLine {
     pub available_now: i64,
     pub held_now: i64,
     pub booked_now: i64,
+    /// Withheld by the organizer: `available_now + held_now + booked_now + withheld_now = seats`.
+    pub withheld_now: i64,
     /// Seat holds placed.
     pub held: i64,
     /// Seats sold.
@@ -164,10 +166,11 @@ pub struct EventSales {
 pub struct SeatHistoryEntry {
     /// The record's sequence within the event's stream.
     pub sequence: i64,
-    /// `held`, `booked`, `expired`, `released`, `payment_failed` or `refunded`.
+    /// `held`, `booked`, `expired`, `released`, `payment_failed`, `refunded`, or `withheld` and
+    /// `returned` (an organizer hold, with no reservation).
     pub kind: String,
-    #[schema(value_type = String, format = Uuid)]
-    pub reservation_id: Uuid,
+    #[schema(value_type = Option<String>, format = Uuid)]
+    pub reservation_id: Option<Uuid>,
     pub at: DateTime<Utc>,
 }
 
@@ -180,7 +183,7 @@ pub struct SeatHistory {
     pub section: String,
     pub tier: String,
     pub price: i64,
-    /// `available`, `held` or `booked`.
+    /// `available`, `held`, `booked` or `withheld`.
     pub state: String,
     pub history: Vec<SeatHistoryEntry>,
 }

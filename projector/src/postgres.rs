@@ -29,11 +29,18 @@ use crate::LedgerError;
 use crate::ledger::{Batch, Ledger, Lookup};
 use crate::rows::{ALL_TABLES, Op, Ty, Val};
 
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "ledger",
-    include_str!("../../schema/migrations/ledger/postgres/0001_ledger.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "ledger",
+        include_str!("../../schema/migrations/ledger/postgres/0001_ledger.sql"),
+    ),
+    (
+        2,
+        "withheld seats",
+        include_str!("../../schema/migrations/ledger/postgres/0002_withheld_seats.sql"),
+    ),
+];
 
 fn migrator() -> Migrator {
     Migrator::with_migrations(

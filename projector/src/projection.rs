@@ -180,7 +180,16 @@ impl Fold {
             Event::SeatMapChanged(e) => self.change_map(&meta, env.event_id, &e.seat_map, at),
             Event::SeatsReserved(e) => {
                 let rid = e.reservation_id.as_uuid();
-                self.seats(&meta, eid, &e.seats, ("held", Some(rid)), rid, at, env.sequence, "held");
+                self.seats(
+                    &meta,
+                    eid,
+                    &e.seats,
+                    ("held", Some(rid)),
+                    Some(rid),
+                    at,
+                    env.sequence,
+                    "held",
+                );
                 self.res_seats.insert(e.reservation_id, e.seats.clone());
                 self.res_new.insert(
                     rid,
@@ -206,7 +215,7 @@ impl Fold {
                     eid,
                     &e.seats,
                     ("booked", Some(rid)),
-                    rid,
+                    Some(rid),
                     at,
                     env.sequence,
                     "booked",
@@ -238,7 +247,16 @@ impl Fold {
             Event::SeatsReleased(e) => {
                 let rid = e.reservation_id.as_uuid();
                 let kind = e.reason.as_str();
-                self.seats(&meta, eid, &e.seats, ("available", None), rid, at, env.sequence, kind);
+                self.seats(
+                    &meta,
+                    eid,
+                    &e.seats,
+                    ("available", None),
+                    Some(rid),
+                    at,
+                    env.sequence,
+                    kind,
+                );
                 self.reservation_status(rid, kind, at);
             }
             Event::PaymentRefunded(e) => {
@@ -291,6 +309,31 @@ impl Fold {
                         Val::Null,
                         Val::opt(e.message.clone()),
                     ],
+                );
+            }
+            // Organizer holds move seats out of the sale and back, with no reservation and no money.
+            Event::SeatsWithheld(e) => {
+                self.seats(
+                    &meta,
+                    eid,
+                    &e.seats,
+                    ("withheld", None),
+                    None,
+                    at,
+                    env.sequence,
+                    "withheld",
+                );
+            }
+            Event::SeatsReturned(e) => {
+                self.seats(
+                    &meta,
+                    eid,
+                    &e.seats,
+                    ("available", None),
+                    None,
+                    at,
+                    env.sequence,
+                    "returned",
                 );
             }
             // The waiting room moves no seats and no money.
@@ -377,7 +420,7 @@ impl Fold {
         eid: Uuid,
         seats: &[SeatId],
         (state, reservation): (&str, Option<Uuid>),
-        rid: Uuid,
+        rid: Option<Uuid>,
         at: DateTime<Utc>,
         sequence: u64,
         kind: &str,
@@ -407,7 +450,7 @@ impl Fold {
                 (sequence as i64).into(),
                 key.1.into(),
                 kind.into(),
-                rid.into(),
+                Val::opt(rid),
                 section.as_str().into(),
                 tier.as_str().into(),
                 price.into(),

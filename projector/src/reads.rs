@@ -98,10 +98,11 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                         CAST(SUM(CASE WHEN state = 'available' THEN 1 ELSE 0 END) AS BIGINT),
                         CAST(SUM(CASE WHEN state = 'held' THEN 1 ELSE 0 END) AS BIGINT),
                         CAST(SUM(CASE WHEN state = 'booked' THEN 1 ELSE 0 END) AS BIGINT),
-                        CAST(SUM(CASE WHEN state = 'booked' THEN price ELSE 0 END) AS BIGINT)
+                        CAST(SUM(CASE WHEN state = 'booked' THEN price ELSE 0 END) AS BIGINT),
+                        CAST(SUM(CASE WHEN state = 'withheld' THEN 1 ELSE 0 END) AS BIGINT)
                  FROM seats WHERE event_id = $1 GROUP BY section, tier",
                 vec![id.clone()],
-                &[Ty::Text, Ty::Text, Ty::Int, Ty::Int, Ty::Int, Ty::Int, Ty::Int],
+                &[Ty::Text, Ty::Text, Ty::Int, Ty::Int, Ty::Int, Ty::Int, Ty::Int, Ty::Int],
             )
             .await?;
         for r in &seats {
@@ -111,6 +112,7 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
             line.held_now = int(&r[4]);
             line.booked_now = int(&r[5]);
             line.booked_value = int(&r[6]);
+            line.withheld_now = int(&r[7]);
         }
         let history = self
             .query(
@@ -130,6 +132,8 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                 "released" => line.released = n,
                 "payment_failed" => line.payment_failed = n,
                 "refunded" => line.refunded = n,
+                // Organizer holds: the seats' state says what is withheld now.
+                "withheld" | "returned" => {}
                 other => return Err(corrupt(&format!("seat history kind {other:?}"))),
             }
         }
@@ -154,6 +158,7 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                 total.available_now += line.available_now;
                 total.held_now += line.held_now;
                 total.booked_now += line.booked_now;
+                total.withheld_now += line.withheld_now;
                 total.held += line.held;
                 total.booked += line.booked;
                 total.expired += line.expired;
@@ -201,7 +206,7 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                 Ok(SeatHistoryEntry {
                     sequence: int(&r[0]),
                     kind: text(&r[1])?,
-                    reservation_id: uuid(&r[2])?,
+                    reservation_id: r[2].as_uuid(),
                     at: r[3].as_time().ok_or_else(|| corrupt("time"))?,
                 })
             })

@@ -29,11 +29,18 @@ use crate::LedgerError;
 use crate::ledger::{Batch, Ledger, Lookup};
 use crate::rows::{ALL_TABLES, Op, Ty, Val, sqlite_time};
 
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "ledger",
-    include_str!("../../schema/migrations/ledger/sqlite/0001_ledger.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "ledger",
+        include_str!("../../schema/migrations/ledger/sqlite/0001_ledger.sql"),
+    ),
+    (
+        2,
+        "withheld seats",
+        include_str!("../../schema/migrations/ledger/sqlite/0002_withheld_seats.sql"),
+    ),
+];
 
 /// SQLite's default limit on bound parameters per statement is 32766.
 const MAX_PARAMS: usize = 32_000;

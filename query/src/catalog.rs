@@ -78,6 +78,8 @@ pub fn seat_deltas<'a>(envelopes: impl IntoIterator<Item = &'a (Position, Envelo
                 Event::SeatsReserved(e) => seats(&e.seats, SeatStatus::Held),
                 Event::SeatsBooked(e) => seats(&e.seats, SeatStatus::Booked),
                 Event::SeatsReleased(e) => seats(&e.seats, SeatStatus::Available),
+                Event::SeatsWithheld(e) => seats(&e.seats, SeatStatus::Withheld),
+                Event::SeatsReturned(e) => seats(&e.seats, SeatStatus::Available),
                 Event::SeatMapChanged(_) => SeatChange::Reset,
                 _ => return None,
             };

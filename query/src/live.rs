@@ -84,19 +84,27 @@ impl LiveEvent {
                 ReservationStanding::Booked => SeatStatus::Booked,
                 ReservationStanding::Released(_) => continue,
             };
-            for &index in &reservation.seats {
-                let Some(slot) = event.seats.get_mut(index as usize) else {
-                    continue;
-                };
-                let from = std::mem::replace(slot, to);
-                if from != to {
-                    let section = event.layout.row_of(index).section as usize;
-                    event.sections[section].moved(from, to);
-                    event.total.moved(from, to);
-                }
-            }
+            event.set_indexes(&reservation.seats, to);
+        }
+        for group in &seats.withheld {
+            event.set_indexes(&group.seats, SeatStatus::Withheld);
         }
         event
+    }
+
+    /// Sets seats by flat index; indexes the map does not have are skipped.
+    fn set_indexes(&mut self, indexes: &[u32], to: SeatStatus) {
+        for &index in indexes {
+            let Some(slot) = self.seats.get_mut(index as usize) else {
+                continue;
+            };
+            let from = std::mem::replace(slot, to);
+            if from != to {
+                let section = self.layout.row_of(index).section as usize;
+                self.sections[section].moved(from, to);
+                self.total.moved(from, to);
+            }
+        }
     }
 
     /// Records a fact about this event that was read at `at`.
@@ -112,6 +120,8 @@ impl LiveEvent {
             Event::SeatsReserved(e) => applied = self.set(&e.seats, SeatStatus::Held),
             Event::SeatsBooked(e) => applied = self.set(&e.seats, SeatStatus::Booked),
             Event::SeatsReleased(e) => applied = self.set(&e.seats, SeatStatus::Available),
+            Event::SeatsWithheld(e) => applied = self.set(&e.seats, SeatStatus::Withheld),
+            Event::SeatsReturned(e) => applied = self.set(&e.seats, SeatStatus::Available),
             Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => {}
         }
         if applied.changed {
@@ -236,6 +246,7 @@ impl LiveEvent {
                 available: counts.available,
                 held: counts.held,
                 booked: counts.booked,
+                withheld: counts.withheld,
                 rows: section
                     .rows
                     .iter()
@@ -248,6 +259,7 @@ impl LiveEvent {
                             tier: row.tier.clone(),
                             price: span.price,
                             seats: seats.iter().map(|s| s.letter()).collect(),
+                            attributes: row.attributes.clone(),
                         }
                     })
                     .collect(),
@@ -362,7 +374,8 @@ mod tests {
                 total: 9,
                 available: 9,
                 held: 0,
-                booked: 0
+                booked: 0,
+                withheld: 0
             }
         );
         let applied = event.apply(&reserved(&["A-1-2", "B-1-1", "Z-9-9"]), at(4));
@@ -380,7 +393,8 @@ mod tests {
                 total: 9,
                 available: 7,
                 held: 2,
-                booked: 0
+                booked: 0,
+                withheld: 0
             }
         );
         let map = event.availability();
@@ -420,7 +434,8 @@ mod tests {
                 total: 7,
                 available: 7,
                 held: 0,
-                booked: 0
+                booked: 0,
+                withheld: 0
             }
         );
         assert_eq!(event.status(&"B-1-1".parse().unwrap()), None);

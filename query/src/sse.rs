@@ -160,8 +160,8 @@ frontrow_http::problems! {
 pub(crate) struct SeatData<'a> {
     #[schema(value_type = Vec<String>, example = json!(["101-C-7", "101-C-8"]))]
     seats: &'a [SeatId],
-    /// `held`, `booked` or `available`.
-    #[schema(value_type = String, pattern = "^(held|booked|available)$")]
+    /// `held`, `booked`, `available` or `withheld` (kept out of the sale by the organizer).
+    #[schema(value_type = String, pattern = "^(held|booked|available|withheld)$")]
     status: &'static str,
 }
 

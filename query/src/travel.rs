@@ -321,6 +321,8 @@ async fn last_change(
                         | Event::SeatsReserved(_)
                         | Event::SeatsBooked(_)
                         | Event::SeatsReleased(_)
+                        | Event::SeatsWithheld(_)
+                        | Event::SeatsReturned(_)
                 ) {
                     found = Some(record.offset);
                 }

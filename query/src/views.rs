@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use frontrow_schema::seatmap::RowName;
-use frontrow_schema::{Currency, EventId, SeatMap, SectionCode, TierCode};
+use frontrow_schema::{Currency, EventId, SeatAttributes, SeatMap, SectionCode, TierCode};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -19,6 +19,8 @@ pub enum SeatStatus {
     /// Reserved by someone until their hold ends or they pay.
     Held,
     Booked,
+    /// Kept out of the sale by the organizer (house seats, production holds): not for sale.
+    Withheld,
 }
 
 impl SeatStatus {
@@ -28,6 +30,7 @@ impl SeatStatus {
             SeatStatus::Available => 'A',
             SeatStatus::Held => 'H',
             SeatStatus::Booked => 'B',
+            SeatStatus::Withheld => 'W',
         }
     }
 
@@ -36,6 +39,7 @@ impl SeatStatus {
             SeatStatus::Available => "available",
             SeatStatus::Held => "held",
             SeatStatus::Booked => "booked",
+            SeatStatus::Withheld => "withheld",
         }
     }
 }
@@ -47,6 +51,8 @@ pub struct SeatCounts {
     pub available: u32,
     pub held: u32,
     pub booked: u32,
+    /// Withheld by the organizer; `available + held + booked + withheld = total`.
+    pub withheld: u32,
 }
 
 impl SeatCounts {
@@ -56,6 +62,7 @@ impl SeatCounts {
             available: total,
             held: 0,
             booked: 0,
+            withheld: 0,
         }
     }
 
@@ -64,6 +71,7 @@ impl SeatCounts {
             SeatStatus::Available => &mut self.available,
             SeatStatus::Held => &mut self.held,
             SeatStatus::Booked => &mut self.booked,
+            SeatStatus::Withheld => &mut self.withheld,
         }
     }
 
@@ -86,6 +94,9 @@ pub struct Legend {
     #[serde(rename = "B")]
     #[schema(example = "booked")]
     pub booked: &'static str,
+    #[serde(rename = "W")]
+    #[schema(example = "withheld")]
+    pub withheld: &'static str,
 }
 
 impl Legend {
@@ -93,6 +104,7 @@ impl Legend {
         available: SeatStatus::Available.as_str(),
         held: SeatStatus::Held.as_str(),
         booked: SeatStatus::Booked.as_str(),
+        withheld: SeatStatus::Withheld.as_str(),
     };
 }
 
@@ -117,6 +129,7 @@ pub struct SectionAvailability {
     pub available: u32,
     pub held: u32,
     pub booked: u32,
+    pub withheld: u32,
     /// Front to back.
     pub rows: Vec<RowAvailability>,
 }
@@ -128,8 +141,12 @@ pub struct RowAvailability {
     /// Price of each seat of the row, in minor units of the event's currency.
     pub price: i64,
     /// One letter per seat (see `legend`): seat number N is character N-1.
-    #[schema(example = "AAHBAA")]
+    #[schema(example = "AAHBAW")]
     pub seats: String,
+    /// Seat numbers that are wheelchair spaces, companion seats, restricted view or on an
+    /// aisle (each list absent when empty).
+    #[serde(flatten)]
+    pub attributes: SeatAttributes,
 }
 
 /// One event in the list of events.

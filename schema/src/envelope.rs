@@ -120,6 +120,8 @@ pub fn encode(env: &Envelope) -> Vec<u8> {
         Event::SeatsReleased(e) => out(env, e),
         Event::PaymentRefunded(e) => out(env, e),
         Event::PaymentFailed(e) => out(env, e),
+        Event::SeatsWithheld(e) => out(env, e),
+        Event::SeatsReturned(e) => out(env, e),
         Event::Queue(q) => match q {
             QueueEvent::Opened(e) => out(env, e),
             QueueEvent::Joined(e) => out(env, e),
@@ -153,6 +155,8 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
         ("frontrow.seats.released", 1) => Event::SeatsReleased(payload(&wire.ty, raw)?),
         ("frontrow.payment.refunded", 1) => Event::PaymentRefunded(payload(&wire.ty, raw)?),
         ("frontrow.payment.failed", 1) => Event::PaymentFailed(payload(&wire.ty, raw)?),
+        ("frontrow.seats.withheld", 1) => Event::SeatsWithheld(payload(&wire.ty, raw)?),
+        ("frontrow.seats.returned", 1) => Event::SeatsReturned(payload(&wire.ty, raw)?),
         ("frontrow.queue.opened", 1) => Event::Queue(QueueEvent::Opened(payload(&wire.ty, raw)?)),
         ("frontrow.queue.joined", 1) => Event::Queue(QueueEvent::Joined(payload(&wire.ty, raw)?)),
         ("frontrow.queue.shuffled", 1) => Event::Queue(QueueEvent::Shuffled(payload(&wire.ty, raw)?)),

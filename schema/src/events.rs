@@ -22,6 +22,9 @@ pub enum Event {
     SeatsReleased(SeatsReleased),
     PaymentRefunded(PaymentRefunded),
     PaymentFailed(PaymentFailed),
+    /// Organizer holds: seats out of the sale and back (see [`SeatsWithheld`]).
+    SeatsWithheld(SeatsWithheld),
+    SeatsReturned(SeatsReturned),
     /// The virtual waiting room (see [`crate::queue`]).
     Queue(QueueEvent),
 }
@@ -37,6 +40,8 @@ impl Event {
             Event::SeatsReleased(_) => "frontrow.seats.released",
             Event::PaymentRefunded(_) => "frontrow.payment.refunded",
             Event::PaymentFailed(_) => "frontrow.payment.failed",
+            Event::SeatsWithheld(_) => "frontrow.seats.withheld",
+            Event::SeatsReturned(_) => "frontrow.seats.returned",
             Event::Queue(q) => q.type_name(),
         }
     }
@@ -206,4 +211,20 @@ pub struct PaymentFailed {
     pub payment_intent: String,
     /// The provider's message, if it gave one.
     pub message: Option<String>,
+}
+
+/// The organizer took available seats out of the sale (house seats, production holds), under a
+/// label of their own choosing. Withheld seats are neither sellable nor available until
+/// [`SeatsReturned`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatsWithheld {
+    pub seats: Vec<SeatId>,
+    /// Why, in the organizer's words (`house seats`, `camera position`).
+    pub label: String,
+}
+
+/// The organizer put withheld seats back on sale: they are available again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatsReturned {
+    pub seats: Vec<SeatId>,
 }

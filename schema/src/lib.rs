@@ -18,7 +18,7 @@ pub mod snapshot;
 pub use envelope::{DecodeError, Envelope, decode, encode};
 pub use events::{
     Event, EventScheduled, Payment, PaymentFailed, PaymentRefunded, RefundReason, ReleaseReason, SeatMapChanged,
-    SeatsBooked, SeatsReleased, SeatsReserved,
+    SeatsBooked, SeatsReleased, SeatsReserved, SeatsReturned, SeatsWithheld,
 };
 pub use ids::{CustomerId, EventId, InvalidId, OrganizerId, ReservationId};
 pub use queue::{
@@ -26,6 +26,6 @@ pub use queue::{
     QueueSoldOut, WaitlistJoined, WaitlistOffered, lottery_order,
 };
 pub use seatmap::{
-    Currency, HoldMinutes, MAX_PRICE, Money, PriceTier, Row, SeatId, SeatMap, SeatMapError, Section, SectionCode,
-    TierCode, checked_sum, text_fits,
+    Currency, HoldMinutes, MAX_PRICE, Money, PriceTier, Row, SeatAttributes, SeatId, SeatMap, SeatMapError, Section,
+    SectionCode, TierCode, checked_sum, text_fits,
 };

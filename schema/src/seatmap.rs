@@ -277,6 +277,89 @@ pub struct Row {
     /// Seats are numbered `1..=seats`.
     pub seats: u16,
     pub tier: TierCode,
+    /// Which of the row's seats are special (wheelchair spaces, ...). Absent when none are, so
+    /// maps written before attributes existed keep their bytes and their meaning.
+    #[serde(flatten)]
+    pub attributes: SeatAttributes,
+}
+
+/// Seat numbers of one row that have an attribute, each list ascending or not, without repeats.
+///
+/// Every wheelchair space has a companion seat directly next to it (number one lower or one
+/// higher, in the same row), and every companion seat is next to a wheelchair space: a
+/// wheelchair user always has a seat for the person with them. A seat is not both.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SeatAttributes {
+    /// Spaces for a wheelchair (no fixed seat).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(example = json!([1]))]
+    pub wheelchair: Vec<u16>,
+    /// Seats for the person accompanying a wheelchair user, next to a wheelchair space.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(example = json!([2]))]
+    pub companion: Vec<u16>,
+    /// Seats whose view of the stage is partly blocked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restricted_view: Vec<u16>,
+    /// Seats on an aisle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(example = json!([1, 20]))]
+    pub aisle: Vec<u16>,
+}
+
+impl SeatAttributes {
+    pub fn is_empty(&self) -> bool {
+        self.lists().iter().all(|(_, list)| list.is_empty())
+    }
+
+    /// Each list with its name in the map's JSON.
+    pub fn lists(&self) -> [(&'static str, &[u16]); 4] {
+        [
+            ("wheelchair", &self.wheelchair),
+            ("companion", &self.companion),
+            ("restricted_view", &self.restricted_view),
+            ("aisle", &self.aisle),
+        ]
+    }
+
+    /// Checks the lists of a row of `seats` seats (see the type's rules).
+    fn validate(&self, section: &SectionCode, row: &RowName, seats: u16) -> Result<(), SeatMapError> {
+        let seat = |number| SeatId {
+            section: section.clone(),
+            row: row.clone(),
+            number,
+        };
+        for (list, numbers) in self.lists() {
+            let mut seen = HashSet::new();
+            for &n in numbers {
+                if n == 0 || n > seats {
+                    return Err(SeatMapError::AttributeOutsideRow {
+                        list,
+                        section: section.clone(),
+                        row: row.clone(),
+                        number: n,
+                        seats,
+                    });
+                }
+                if !seen.insert(n) {
+                    return Err(SeatMapError::AttributeRepeated { list, seat: seat(n) });
+                }
+            }
+        }
+        let next_to = |n: u16, list: &[u16]| list.iter().any(|&m| m.abs_diff(n) == 1);
+        for &n in &self.wheelchair {
+            if self.companion.contains(&n) {
+                return Err(SeatMapError::WheelchairAndCompanion(seat(n)));
+            }
+            if !next_to(n, &self.companion) {
+                return Err(SeatMapError::WheelchairWithoutCompanion(seat(n)));
+            }
+        }
+        if let Some(&n) = self.companion.iter().find(|&&n| !next_to(n, &self.wheelchair)) {
+            return Err(SeatMapError::CompanionWithoutWheelchair(seat(n)));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -317,6 +400,22 @@ pub enum SeatMapError {
     TooManySeats(u64),
     #[error("a name must be 1 to {MAX_NAME} characters, not blank")]
     BadName,
+    #[error("row {row} in section {section} lists seat {number} as {list}, but its seats are 1 to {seats}")]
+    AttributeOutsideRow {
+        list: &'static str,
+        section: SectionCode,
+        row: RowName,
+        number: u16,
+        seats: u16,
+    },
+    #[error("seat {seat} is listed twice as {list}")]
+    AttributeRepeated { list: &'static str, seat: SeatId },
+    #[error("wheelchair space {0} has no companion seat next to it (list one of its neighbours in companion)")]
+    WheelchairWithoutCompanion(SeatId),
+    #[error("companion seat {0} is not next to a wheelchair space")]
+    CompanionWithoutWheelchair(SeatId),
+    #[error("seat {0} is listed both as a wheelchair space and as a companion seat")]
+    WheelchairAndCompanion(SeatId),
 }
 
 impl SeatMap {
@@ -364,6 +463,7 @@ impl SeatMap {
                         row.tier.clone(),
                     ));
                 }
+                row.attributes.validate(&section.code, &row.name, row.seats)?;
                 total += u64::from(row.seats);
             }
         }
@@ -371,6 +471,11 @@ impl SeatMap {
             return Err(SeatMapError::TooManySeats(total));
         }
         Ok(())
+    }
+
+    /// The attributes of the row a seat span belongs to.
+    pub fn attributes_of(&self, span: &RowSpan) -> &SeatAttributes {
+        &self.sections[span.section as usize].rows[span.row as usize].attributes
     }
 
     pub fn tier_price(&self, code: &TierCode) -> Option<i64> {
@@ -576,5 +681,64 @@ mod tests {
         assert!(HoldMinutes::new(16).is_err());
         assert!(serde_json::from_str::<HoldMinutes>("0").is_err());
         assert!(Currency::parse("eur").is_err());
+    }
+
+    fn with_attributes(attributes: serde_json::Value) -> SeatMap {
+        let mut map = small_map();
+        map.sections[0].rows[0].attributes = serde_json::from_value(attributes).unwrap();
+        map
+    }
+
+    #[test]
+    fn seat_attributes_are_checked_with_precise_errors() {
+        let ok = with_attributes(serde_json::json!({
+            "wheelchair": [1, 4], "companion": [2, 3], "restricted_view": [4], "aisle": [1, 4]}));
+        assert_eq!(ok.validate(), Ok(()));
+        let cases = [
+            (
+                serde_json::json!({"aisle": [5]}),
+                "row 1 in section A lists seat 5 as aisle, but its seats are 1 to 4",
+            ),
+            (
+                serde_json::json!({"restricted_view": [0]}),
+                "row 1 in section A lists seat 0 as restricted_view, but its seats are 1 to 4",
+            ),
+            (
+                serde_json::json!({"aisle": [1, 1]}),
+                "seat A-1-1 is listed twice as aisle",
+            ),
+            (
+                serde_json::json!({"wheelchair": [1], "companion": [3]}),
+                "wheelchair space A-1-1 has no companion seat next to it (list one of its neighbours in companion)",
+            ),
+            (
+                serde_json::json!({"wheelchair": [1], "companion": [2, 4]}),
+                "companion seat A-1-4 is not next to a wheelchair space",
+            ),
+            (
+                serde_json::json!({"wheelchair": [1, 2], "companion": [2]}),
+                "seat A-1-2 is listed both as a wheelchair space and as a companion seat",
+            ),
+        ];
+        for (attributes, message) in cases {
+            let map = with_attributes(attributes.clone());
+            let error = map.validate().expect_err(&attributes.to_string());
+            assert_eq!(error.to_string(), message);
+        }
+    }
+
+    #[test]
+    fn rows_without_attributes_keep_their_bytes() {
+        let map = small_map();
+        let json = serde_json::to_string(&map.sections[0].rows[0]).unwrap();
+        assert_eq!(json, r#"{"name":"1","seats":4,"tier":"GOLD"}"#);
+        let map = with_attributes(serde_json::json!({"wheelchair": [4], "companion": [3]}));
+        let json = serde_json::to_string(&map.sections[0].rows[0]).unwrap();
+        assert_eq!(
+            json,
+            r#"{"name":"1","seats":4,"tier":"GOLD","wheelchair":[4],"companion":[3]}"#
+        );
+        let back: Row = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, map.sections[0].rows[0]);
     }
 }

@@ -12,7 +12,7 @@
 //! crates') keep this reading in step with the writer's format.
 
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{EventId, EventScheduled};
 
@@ -34,6 +34,17 @@ pub struct EventSeats {
     /// The schedule, with the seat map as it is after every `SeatMapChanged` so far.
     pub info: EventScheduled,
     pub reservations: Vec<ReservationSeats>,
+    /// Seats the organizer withheld from the sale, by label. Absent when none are (and in
+    /// snapshots written before organizer holds existed).
+    #[serde(default)]
+    pub withheld: Vec<WithheldSeats>,
+}
+
+/// Seats withheld under one label, as flat seat indexes in the current seat map's layout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WithheldSeats {
+    pub label: String,
+    pub seats: Vec<u32>,
 }
 
 /// One reservation's seats and where it stands.

@@ -139,6 +139,24 @@ fn cases() -> Vec<(&'static str, Envelope)> {
             ),
         ),
         (
+            "seat_map_changed_with_seat_attributes",
+            envelope(
+                21,
+                Event::SeatMapChanged(SeatMapChanged {
+                    seat_map: serde_json::from_value(serde_json::json!({
+                        "tiers": [{"code": "STD", "name": "Standard", "price": 5900}],
+                        "sections": [
+                            {"code": "101", "name": "Lower 101", "rows": [
+                                {"name": "A", "seats": 12, "tier": "STD",
+                                 "wheelchair": [1, 12], "companion": [2, 11], "aisle": [1, 12]},
+                                {"name": "B", "seats": 12, "tier": "STD", "restricted_view": [5, 6, 7]}]}
+                        ]
+                    }))
+                    .unwrap(),
+                }),
+            ),
+        ),
+        (
             "seat_map_changed",
             envelope(2, Event::SeatMapChanged(SeatMapChanged { seat_map: seat_map() })),
         ),
@@ -261,6 +279,25 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                     provider_event_id: "evt_1OkC".into(),
                     payment_intent: "pi_3Ny".into(),
                     message: Some("Your card was declined.".into()),
+                }),
+            ),
+        ),
+        (
+            "seats_withheld",
+            envelope(
+                22,
+                Event::SeatsWithheld(SeatsWithheld {
+                    seats: seats(&["FLA-1-1", "FLA-1-2"]),
+                    label: "house seats".into(),
+                }),
+            ),
+        ),
+        (
+            "seats_returned",
+            envelope(
+                23,
+                Event::SeatsReturned(SeatsReturned {
+                    seats: seats(&["FLA-1-2"]),
                 }),
             ),
         ),
@@ -406,6 +443,8 @@ fn every_event_type_has_a_golden_file() {
         "frontrow.seats.released",
         "frontrow.payment.refunded",
         "frontrow.payment.failed",
+        "frontrow.seats.withheld",
+        "frontrow.seats.returned",
         "frontrow.queue.opened",
         "frontrow.queue.joined",
         "frontrow.queue.shuffled",

@@ -34,6 +34,8 @@ enum Seat {
     Available,
     Held,
     Booked,
+    /// Kept out of the sale by the organizer: not a seat left to buy.
+    Withheld,
 }
 
 /// One event as the projector tracks it.
@@ -164,6 +166,8 @@ impl PartitionState {
             Event::SeatsReserved(e) => t.set(&e.seats, Seat::Held),
             Event::SeatsBooked(e) => t.set(&e.seats, Seat::Booked),
             Event::SeatsReleased(e) => t.set(&e.seats, Seat::Available),
+            Event::SeatsWithheld(e) => t.set(&e.seats, Seat::Withheld),
+            Event::SeatsReturned(e) => t.set(&e.seats, Seat::Available),
             Event::EventScheduled(_) | Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => {
                 return false;
             }

@@ -262,6 +262,28 @@ pub async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl 
     panic!("{who}'s status never matched; last {last}");
 }
 
+/// Polls a GET until `check` accepts the JSON answer (the ledger projector runs behind the log).
+pub async fn get_until(app: &TestApp, path: &str, auth: (&str, &str), check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let res = app
+            .client
+            .get(app.url(path))
+            .header(auth.0, auth.1)
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 200 {
+            last = res.json().await.unwrap();
+            if check(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{path} never satisfied the check; last answer: {last}");
+}
+
 /// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
 /// its body.
 pub async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {
@@ -329,6 +351,7 @@ pub fn state_letters(state: &EventState) -> BTreeMap<String, char> {
                 SeatState::Available => 'A',
                 SeatState::Held(_) => 'H',
                 SeatState::Booked(_) => 'B',
+                SeatState::Withheld => 'W',
             };
             (state.layout.seat_at(i as u32).to_string(), c)
         })

@@ -11,6 +11,7 @@ mod events;
 mod queue;
 mod reservations;
 mod webhooks;
+mod withheld;
 
 use std::sync::Arc;
 
@@ -59,7 +60,8 @@ pub fn router(state: CommandState) -> Router {
         .merge(events::routes())
         .merge(reservations::routes())
         .merge(queue::routes())
-        .merge(webhooks::routes());
+        .merge(webhooks::routes())
+        .merge(withheld::routes());
     if state.demo.is_some() {
         router = router.merge(demo::routes());
     }
@@ -79,6 +81,8 @@ pub fn router(state: CommandState) -> Router {
     paths(
         events::create_event,
         events::change_seat_map,
+        withheld::withhold,
+        withheld::return_seats,
         reservations::reserve,
         reservations::get_reservation,
         reservations::release,
@@ -95,6 +99,8 @@ pub fn router(state: CommandState) -> Router {
         Problem,
         events::CreateEvent,
         events::EventWritten,
+        withheld::WithholdRequest,
+        withheld::ReturnRequest,
         reservations::ReserveRequest,
         reservations::BestAvailable,
         reservations::ReservationResponse,
@@ -234,6 +240,10 @@ fn rejection(r: Rejection) -> Problem {
         Rejection::SeatsUnavailable(seats) => Problem::conflict("seats-unavailable", detail).with("seats", seats),
         Rejection::NoAdjacentSeats { .. } => Problem::conflict("no-adjacent-seats", detail),
         Rejection::OrphanSeat(seats) => Problem::conflict("orphan-seat", detail).with("seats", seats),
+        Rejection::AccessibleTooFew { .. } => {
+            Problem::unprocessable("accessible-too-few", detail).with("min_seats", crate::domain::MIN_ACCESSIBLE_SEATS)
+        }
+        Rejection::NoAccessibleSeats { .. } => Problem::conflict("no-accessible-seats", detail),
         Rejection::IdempotencyKeyReused => Problem::unprocessable("idempotency-key-reused", detail),
         Rejection::AlreadyBooked => Problem::conflict("already-booked", detail),
         Rejection::NotBooked(_) => Problem::conflict("not-booked", detail),
@@ -250,5 +260,13 @@ fn rejection(r: Rejection) -> Problem {
         Rejection::AdmissionExpired => Problem::new(StatusCode::FORBIDDEN, "admission-expired", detail),
         Rejection::AdmissionSpent => Problem::conflict("admission-spent", detail),
         Rejection::AdmissionInUse(held) => Problem::conflict("admission-in-use", detail).with("reservation_id", held),
+        Rejection::BadWithholdSize { .. } => {
+            Problem::unprocessable("bad-withhold-size", detail).with("max_seats", crate::domain::MAX_SEATS_PER_WITHHOLD)
+        }
+        Rejection::BadLabel => Problem::unprocessable("invalid-label", detail),
+        Rejection::SeatsInSale(seats) => Problem::conflict("seats-in-sale", detail).with("seats", seats),
+        Rejection::WithheldOtherwise { label, seats } => Problem::conflict("already-withheld", detail)
+            .with("label", label)
+            .with("seats", seats),
     }
 }

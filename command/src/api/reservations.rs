@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
-use crate::domain::{Command, SeatSelection};
+use crate::domain::{Command, SeatNeeds, SeatSelection};
 use crate::views::ReservationView;
 use crate::writer::{Outcome, Request};
 
@@ -47,8 +47,15 @@ pub struct ReserveRequest {
 pub struct BestAvailable {
     #[schema(value_type = String, example = "101")]
     pub section: SectionCode,
+    /// With `accessible`, the whole block: 2 is a wheelchair space and its companion seat.
     #[schema(example = 2)]
     pub count: u8,
+    /// A block holding a wheelchair space with a companion seat next to it (`count` at least 2).
+    #[serde(default)]
+    pub accessible: bool,
+    /// Prefer a block that holds an aisle seat (any block when none is left).
+    #[serde(default)]
+    pub aisle: bool,
 }
 
 /// A reservation and the log position of the write that made or changed it.
@@ -82,12 +89,13 @@ frontrow_http::problems! {
               forged, another customer's, expired or for another event"),
           Cause::new(409, "`seats-unavailable` (`seats` lists them), `no-adjacent-seats`, `orphan-seat` (the \
               selection would leave a single free seat alone in its row, `seats` lists it, while another \
-              selection of as many seats in that row would not; the event's no-orphan rule), `not-on-sale` \
+              selection of as many seats in that row would not; the event's no-orphan rule), `no-accessible-seats` \
+              (no free wheelchair space with its companion seat in a block of `count`), `not-on-sale` \
               (`onsale_at` says when), `sales-closed`, `admission-spent`, `admission-in-use` \
               (`reservation_id` names the hold), or `customer-limit` (the customer's seat limit for the \
               event, `max_seats_per_customer`, is reached; `seats_held_or_booked` says how many they have)"),
           Cause::new(422, "`bad-selection` (neither or both of `seats` and `best_available`), \
-              `bad-seat-count` (`max_seats`), `duplicate-seat`, `unknown-seats`, `unknown-section`, \
+              `bad-seat-count` (`max_seats`), `accessible-too-few` (`accessible` with fewer than `min_seats`), `duplicate-seat`, `unknown-seats`, `unknown-section`, \
               `idempotency-key-reused` (the key was used for a different request), `amount-too-large` (the \
               seats' total does not fit the money type)")]];
     /// What reading a reservation refuses with.
@@ -139,6 +147,14 @@ pub(super) async fn reserve(
         .ok_or_else(|| Problem::bad_request("idempotency-key-required", "reserving needs an Idempotency-Key header"))?;
     let selection = match (body.seats, body.best_available) {
         (Some(seats), None) => SeatSelection::Explicit(seats),
+        (None, Some(best)) if best.accessible || best.aisle => SeatSelection::BestWith {
+            section: best.section,
+            count: best.count,
+            needs: SeatNeeds {
+                accessible: best.accessible,
+                aisle: best.aisle,
+            },
+        },
         (None, Some(best)) => SeatSelection::BestAvailable {
             section: best.section,
             count: best.count,

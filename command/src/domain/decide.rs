@@ -10,8 +10,10 @@ use chrono::{DateTime, Utc};
 use frontrow_schema::*;
 
 use super::orphans;
+use super::attributes::{MIN_ACCESSIBLE_SEATS, SeatNeeds, best_with};
 use super::queue::{QueueState, TicketStatus};
 use super::state::{EventState, ReservationStatus, SeatState};
+use super::withheld::{MAX_LABEL, MAX_SEATS_PER_WITHHOLD, return_withheld, withhold};
 
 /// Longest free text (title, artist, venue, city).
 pub const MAX_TEXT: usize = 200;
@@ -34,13 +36,20 @@ pub enum SeatSelection {
     /// `count` free seats, and in it the run closest to the row's centre; under the event's
     /// no-orphan rule, a block that strands no single seat first (see [`super::orphans`]).
     BestAvailable { section: SectionCode, count: u8 },
+    /// Best-available that asks for seat attributes (an accessible block, an aisle), see
+    /// [`super::attributes`].
+    BestWith {
+        section: SectionCode,
+        count: u8,
+        needs: SeatNeeds,
+    },
 }
 
 impl SeatSelection {
     fn count(&self) -> usize {
         match self {
             SeatSelection::Explicit(seats) => seats.len(),
-            SeatSelection::BestAvailable { count, .. } => usize::from(*count),
+            SeatSelection::BestAvailable { count, .. } | SeatSelection::BestWith { count, .. } => usize::from(*count),
         }
     }
 }
@@ -98,6 +107,15 @@ pub enum Command {
     /// the pre-queue's lottery with `seed` at the onsale, let admissions that ran out lapse,
     /// admit fans as the inventory allows, and say "sold out" when nothing is left to buy.
     AdvanceQueue { seed: u64 },
+    /// The organizer takes available seats out of the sale under a label (see
+    /// [`super::withheld`]).
+    Withhold {
+        organizer: OrganizerId,
+        seats: Vec<SeatId>,
+        label: String,
+    },
+    /// The organizer puts withheld seats back on sale.
+    ReturnWithheld { organizer: OrganizerId, seats: Vec<SeatId> },
 }
 
 /// The organizer's waiting-room settings.
@@ -150,6 +168,14 @@ pub enum Rejection {
     NoAdjacentSeats { section: SectionCode, count: u8 },
     #[error("these seats would be left on their own in their row, where nobody can sit next to anyone: {}; choose seats that leave no single seat between taken seats or at a row's end", join(.0))]
     OrphanSeat(Vec<SeatId>),
+    #[error(
+        "an accessible order has at least {MIN_ACCESSIBLE_SEATS} seats (a wheelchair space and its companion seat), not {asked}"
+    )]
+    AccessibleTooFew { asked: u8 },
+    #[error(
+        "section {section} has no {count} adjacent free seats with a wheelchair space and a companion seat next to it"
+    )]
+    NoAccessibleSeats { section: SectionCode, count: u8 },
     #[error("this Idempotency-Key was already used for a different request")]
     IdempotencyKeyReused,
     #[error("the reservation is booked; cancel it instead of releasing it")]
@@ -178,6 +204,14 @@ pub enum Rejection {
     AdmissionSpent,
     #[error("the admission already holds seats ({0}); release them or pay first")]
     AdmissionInUse(ReservationId),
+    #[error("an organizer hold names 1 to {MAX_SEATS_PER_WITHHOLD} seats, not {asked}")]
+    BadWithholdSize { asked: usize },
+    #[error("a hold's label must be 1 to {MAX_LABEL} characters, not blank")]
+    BadLabel,
+    #[error("customers hold or bought these seats, so they cannot be withheld: {}", join(.0))]
+    SeatsInSale(Vec<SeatId>),
+    #[error("these seats are already withheld as {label:?}: {}", join(.seats))]
+    WithheldOtherwise { label: String, seats: Vec<SeatId> },
 }
 
 fn join(seats: &[SeatId]) -> String {
@@ -255,6 +289,12 @@ pub fn decide(
         Command::LeaveQueue { customer } => leave_queue(state, customer),
         Command::JoinWaitlist { customer } => join_waitlist(state, customer, now),
         Command::AdvanceQueue { seed } => Ok(advance_queue(state, *seed, now)),
+        Command::Withhold {
+            organizer,
+            seats,
+            label,
+        } => withhold(state, organizer, seats, label),
+        Command::ReturnWithheld { organizer, seats } => return_withheld(state, organizer, seats),
     }
 }
 
@@ -350,7 +390,7 @@ fn reserve(
                 let asked: HashSet<_> = seats.iter().filter_map(|s| state.layout.index_of(s)).collect();
                 asked.len() == seats.len() && asked == r.seats.iter().copied().collect()
             }
-            SeatSelection::BestAvailable { section, count } => {
+            SeatSelection::BestAvailable { section, count } | SeatSelection::BestWith { section, count, .. } => {
                 usize::from(*count) == r.seats.len()
                     && r.seats
                         .iter()
@@ -398,6 +438,7 @@ fn reserve(
             seats
         }
         SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
+        SeatSelection::BestWith { section, count, needs } => best_with(state, section, *count, *needs)?,
     };
     // Prices are bounded since they are validated; an event recorded before that may still
     // carry prices whose sum does not fit.

@@ -5,11 +5,14 @@
 //! seats. [`decide`] holds every rule; [`EventState::apply`] only records what happened. There
 //! is no I/O here, no clock and no randomness: the writer passes `now` and fresh ids in.
 
+mod attributes;
 mod decide;
 mod orphans;
 pub mod queue;
 mod state;
+mod withheld;
 
+pub use attributes::{MIN_ACCESSIBLE_SEATS, SeatNeeds};
 pub use decide::{
     Command, MAX_PROVIDER_MESSAGE, MAX_SEATS_PER_CUSTOMER, MAX_SEATS_PER_ORDER, MAX_TEXT, QueueSettings, Rejection,
     SeatSelection, decide,
@@ -17,6 +20,7 @@ pub use decide::{
 pub use orphans::{OrderSizes, sellable};
 pub use queue::{QueueState, Ticket, TicketStatus};
 pub use state::{Counts, EventSnapshot, EventState, Reservation, ReservationStatus, SeatState};
+pub use withheld::{MAX_LABEL, MAX_SEATS_PER_WITHHOLD};
 
 use frontrow_schema::Event;
 
@@ -34,6 +38,7 @@ pub fn apply(state: &mut Option<EventState>, event: &Event, idempotency_key: Opt
 
 #[cfg(test)]
 mod orphan_tests;
+mod attribute_tests;
 #[cfg(test)]
 mod queue_tests;
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! `apply` only records what happened; it never decides. Everything here is rebuilt from the
 //! log on restart, including the idempotency keys and the provider event ids already consumed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::snapshot::WithheldSeats;
 use frontrow_schema::*;
 
 use super::queue::QueueState;
@@ -17,6 +18,8 @@ pub enum SeatState {
     Available,
     Held(ReservationId),
     Booked(ReservationId),
+    /// The organizer keeps it out of the sale (see [`EventState::withheld`]).
+    Withheld,
 }
 
 /// Where one reservation is in its life cycle.
@@ -59,6 +62,19 @@ pub struct Counts {
     pub available: u32,
     pub held: u32,
     pub booked: u32,
+    /// Withheld by the organizer: neither for sale nor available.
+    pub withheld: u32,
+}
+
+impl Counts {
+    fn slot(&mut self, seat: SeatState) -> &mut u32 {
+        match seat {
+            SeatState::Available => &mut self.available,
+            SeatState::Held(_) => &mut self.held,
+            SeatState::Booked(_) => &mut self.booked,
+            SeatState::Withheld => &mut self.withheld,
+        }
+    }
 }
 
 /// One event's state.
@@ -82,6 +98,8 @@ pub struct EventState {
     /// Each customer's live reservations (held or booked), for the per-customer seat limit.
     /// Derived from the reservations.
     pub live: HashMap<CustomerId, Vec<ReservationId>>,
+    /// The label of every seat the organizer withholds, by seat index.
+    pub withheld: BTreeMap<u32, String>,
 }
 
 /// Everything of an [`EventState`] that cannot be derived from the rest: what a snapshot
@@ -96,6 +114,9 @@ pub struct EventSnapshot {
     /// Absent in snapshots of events without a waiting room (and older snapshots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueState>,
+    /// Absent when no seat is withheld (and in older snapshots).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withheld: Vec<WithheldSeats>,
 }
 
 impl EventState {
@@ -112,7 +133,23 @@ impl EventState {
             reservations,
             payments_seen,
             queue: self.queue.clone(),
+            withheld: self.withheld_by_label(),
         }
+    }
+
+    /// The withheld seats grouped by label, labels and seats in order.
+    fn withheld_by_label(&self) -> Vec<WithheldSeats> {
+        let mut groups: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        for (&seat, label) in &self.withheld {
+            groups.entry(label).or_default().push(seat);
+        }
+        groups
+            .into_iter()
+            .map(|(label, seats)| WithheldSeats {
+                label: label.to_owned(),
+                seats,
+            })
+            .collect()
     }
 
     /// The state a snapshot was taken of.
@@ -121,6 +158,11 @@ impl EventState {
         state.sequence = snapshot.sequence;
         state.payments_seen = snapshot.payments_seen.into_iter().collect();
         state.queue = snapshot.queue;
+        for group in snapshot.withheld {
+            for seat in group.seats {
+                state.withhold(seat, &group.label);
+            }
+        }
         for r in snapshot.reservations {
             let seat = match r.status {
                 ReservationStatus::Held => Some(SeatState::Held(r.id)),
@@ -161,6 +203,7 @@ impl EventState {
             },
             queue: None,
             live: HashMap::new(),
+            withheld: BTreeMap::new(),
         }
     }
 
@@ -184,6 +227,8 @@ impl EventState {
                     available: self.layout.len() as u32,
                     ..Counts::default()
                 };
+                // The new map's seats are all on sale: holds of the old map's seats end.
+                self.withheld.clear();
             }
             Event::SeatsReserved(e) => {
                 let seats = self.indexes(&e.seats);
@@ -245,6 +290,18 @@ impl EventState {
                 }
             }
             Event::PaymentFailed(_) => {}
+            Event::SeatsWithheld(e) => {
+                for i in self.indexes(&e.seats) {
+                    self.withhold(i, &e.label);
+                }
+            }
+            Event::SeatsReturned(e) => {
+                for i in self.indexes(&e.seats) {
+                    if self.withheld.remove(&i).is_some() {
+                        self.set_seat(i, SeatState::Available);
+                    }
+                }
+            }
             Event::Queue(QueueEvent::Opened(config)) => match self.queue.as_mut() {
                 Some(queue) => queue.apply(&QueueEvent::Opened(config.clone())),
                 None => self.queue = Some(QueueState::opened(config.clone())),
@@ -311,18 +368,15 @@ impl EventState {
         seats.iter().filter_map(|s| self.layout.index_of(s)).collect()
     }
 
+    fn withhold(&mut self, index: u32, label: &str) {
+        self.withheld.insert(index, label.to_owned());
+        self.set_seat(index, SeatState::Withheld);
+    }
+
     fn set_seat(&mut self, index: u32, to: SeatState) {
         let slot = &mut self.seats[index as usize];
-        match *slot {
-            SeatState::Available => self.counts.available -= 1,
-            SeatState::Held(_) => self.counts.held -= 1,
-            SeatState::Booked(_) => self.counts.booked -= 1,
-        }
-        match to {
-            SeatState::Available => self.counts.available += 1,
-            SeatState::Held(_) => self.counts.held += 1,
-            SeatState::Booked(_) => self.counts.booked += 1,
-        }
+        *self.counts.slot(*slot) -= 1;
+        *self.counts.slot(to) += 1;
         *slot = to;
     }
 

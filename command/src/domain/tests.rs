@@ -338,7 +338,8 @@ fn a_valid_event_is_scheduled() {
         Counts {
             available: SEAT_COUNT as u32,
             held: 0,
-            booked: 0
+            booked: 0,
+            withheld: 0
         }
     );
 }
@@ -627,7 +628,8 @@ fn explicit_seats_are_held_at_their_price_for_the_hold_duration() {
         Counts {
             available: 28,
             held: 2,
-            booked: 0
+            booked: 0,
+            withheld: 0
         }
     );
 }
@@ -1009,7 +1011,8 @@ fn a_payment_books_a_hold() {
         Counts {
             available: 28,
             held: 0,
-            booked: 2
+            booked: 2,
+            withheld: 0
         }
     );
 }
@@ -1676,11 +1679,12 @@ fn check_counts(state: &EventState) {
             SeatState::Available => recount.available += 1,
             SeatState::Held(_) => recount.held += 1,
             SeatState::Booked(_) => recount.booked += 1,
+            SeatState::Withheld => recount.withheld += 1,
         }
     }
     assert_eq!(state.counts, recount);
     assert_eq!(
-        state.counts.available + state.counts.held + state.counts.booked,
+        state.counts.available + state.counts.held + state.counts.booked + state.counts.withheld,
         SEAT_COUNT as u32
     );
 }

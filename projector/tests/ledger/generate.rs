@@ -35,6 +35,7 @@ fn map(rows: u16, seats: u16) -> SeatMap {
         name: frontrow_schema::seatmap::RowName::parse(name).unwrap(),
         seats,
         tier: TierCode::parse(tier).unwrap(),
+        attributes: Default::default(),
     };
     let section = |code: &str, tier: &str| Section {
         code: SectionCode::parse(code).unwrap(),
@@ -263,6 +264,36 @@ impl Generator {
                     Command::Cancel {
                         customer,
                         reservation_id: rid,
+                    }
+                }
+                94..=95 => {
+                    // The organizer withholds a few free seats, or returns withheld ones.
+                    let organizer = state.info.organizer.clone();
+                    let withheld: Vec<u32> = state.withheld.keys().copied().collect();
+                    let from: Vec<u32> = if !withheld.is_empty() && self.rng.random_bool(0.5) {
+                        withheld
+                    } else {
+                        (0..state.seats.len() as u32)
+                            .filter(|&i| state.seats[i as usize] == SeatState::Available)
+                            .collect()
+                    };
+                    if from.is_empty() {
+                        continue;
+                    }
+                    let start = self.rng.random_range(0..from.len());
+                    let count = self.rng.random_range(1..=3).min(from.len() - start);
+                    let seats = from[start..start + count]
+                        .iter()
+                        .map(|&i| state.layout.seat_at(i))
+                        .collect();
+                    if state.seats[from[start] as usize] == SeatState::Withheld {
+                        Command::ReturnWithheld { organizer, seats }
+                    } else {
+                        Command::Withhold {
+                            organizer,
+                            seats,
+                            label: "house seats".into(),
+                        }
                     }
                 }
                 _ => {

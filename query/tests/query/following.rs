@@ -57,7 +57,8 @@ async fn the_map_follows_schedule_reserve_book_and_release() {
             total: 9,
             available: 5,
             held: 4,
-            booked: 0
+            booked: 0,
+            withheld: 0
         })
     );
 
@@ -73,7 +74,8 @@ async fn the_map_follows_schedule_reserve_book_and_release() {
             total: 9,
             available: 6,
             held: 0,
-            booked: 3
+            booked: 3,
+            withheld: 0
         }
     );
     assert_eq!(map.position, last.to_string());
@@ -138,7 +140,8 @@ async fn counts_stay_consistent_across_many_changes_and_a_new_seat_map() {
             total: 9,
             available: 9,
             held: 0,
-            booked: 0
+            booked: 0,
+            withheld: 0
         })
     );
     assert_eq!(catalog.details(&event).unwrap().seat_map, small_map());
@@ -182,7 +185,8 @@ async fn undecodable_and_orphan_records_are_skipped() {
             total: 9,
             available: 8,
             held: 1,
-            booked: 0
+            booked: 0,
+            withheld: 0
         })
     );
     assert_eq!(catalog.events().len(), 1);

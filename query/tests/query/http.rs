@@ -93,11 +93,11 @@ async fn a_50_000_seat_map_is_compact_and_cacheable() {
     assert_eq!(map["position"], pos.to_string());
     assert_eq!(
         map["seats"],
-        serde_json::json!({"total": 50_000, "available": 49_998, "held": 2, "booked": 0})
+        serde_json::json!({"total": 50_000, "available": 49_998, "held": 2, "booked": 0, "withheld": 0})
     );
     assert_eq!(
         map["legend"],
-        serde_json::json!({"A": "available", "H": "held", "B": "booked"})
+        serde_json::json!({"A": "available", "H": "held", "B": "booked", "W": "withheld"})
     );
     let sections = map["sections"].as_array().unwrap();
     assert_eq!(sections.len(), 50);

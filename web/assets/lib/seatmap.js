@@ -23,10 +23,20 @@ const MIN_SEAT_PX = 2.4; // below this a seat is not drawn on its own
 export const AVAILABLE = 0;
 export const HELD = 1;
 export const BOOKED = 2;
-const LETTERS = ['A', 'H', 'B'];
-const WORDS = ['available', 'held by someone', 'booked'];
-const FROM_LETTER = { A: AVAILABLE, H: HELD, B: BOOKED };
-const FROM_WORD = { available: AVAILABLE, held: HELD, booked: BOOKED };
+/** Kept out of the sale by the organizer: drawn like a booked seat, not for sale. */
+export const WITHHELD = 3;
+const LETTERS = ['A', 'H', 'B', 'W'];
+const WORDS = ['available', 'held by someone', 'booked', 'not on sale'];
+const FROM_LETTER = { A: AVAILABLE, H: HELD, B: BOOKED, W: WITHHELD };
+const FROM_WORD = { available: AVAILABLE, held: HELD, booked: BOOKED, withheld: WITHHELD };
+
+// Seat attributes (the availability map's per-row lists), one bit each per seat.
+const ATTRIBUTES = [
+  ['wheelchair', 1, 'wheelchair space'],
+  ['companion', 2, 'companion seat'],
+  ['restricted_view', 4, 'restricted view'],
+  ['aisle', 8, 'aisle'],
+];
 
 // Okabe–Ito colours: told apart with the common colour-vision deficiencies. Held and booked are
 // never told by colour alone: held is hollow and struck through, booked is solid grey.
@@ -46,6 +56,7 @@ const COLOUR = {
   booked: '#7b8794',
   cursor: '#000000',
   soldRow: '#c5cbd3',
+  mark: '#ffffff',
 };
 
 /** Everything about the map that does not change with availability. */
@@ -60,6 +71,7 @@ class Layout {
     }
     this.total = total;
     this.status = new Uint8Array(total);
+    this.attributes = new Uint8Array(total);
     this.seatRow = new Uint32Array(total);
     // Per row: first seat, seat count, x of seat 1, y, tier, price, section, seats left.
     this.rowStart = new Uint32Array(rowCount);
@@ -124,6 +136,11 @@ class Layout {
           this.seatRow[seat] = row;
           if (st === AVAILABLE) left++;
           seat++;
+        }
+        for (const [name, bit] of ATTRIBUTES) {
+          for (const number of r[name] ?? []) {
+            if (number >= 1 && number <= n) this.attributes[seat - n + number - 1] |= bit;
+          }
         }
         this.rowLeft[row] = left;
         section.available += left;
@@ -421,6 +438,21 @@ export class SeatMap {
       default:
         paths.booked.rect(sx, sy, SEAT, SEAT);
     }
+    // Attribute marks, in white on any seat: a disc (wheelchair), a square (companion), a
+    // corner (restricted view), a bar along the front (aisle).
+    const a = this.layout.attributes[i];
+    if (a & 1) {
+      paths.marks.moveTo(sx + SEAT * 0.76, sy + SEAT / 2);
+      paths.marks.arc(sx + SEAT / 2, sy + SEAT / 2, SEAT * 0.26, 0, 2 * Math.PI);
+    }
+    if (a & 2) paths.marks.rect(sx + SEAT * 0.32, sy + SEAT * 0.32, SEAT * 0.36, SEAT * 0.36);
+    if (a & 4) {
+      paths.marks.moveTo(sx + SEAT * 0.55, sy);
+      paths.marks.lineTo(sx + SEAT, sy);
+      paths.marks.lineTo(sx + SEAT, sy + SEAT * 0.45);
+      paths.marks.closePath();
+    }
+    if (a & 8) paths.marks.rect(sx, sy + SEAT * 0.84, SEAT, SEAT * 0.16);
   }
 
   fillPaths(paths) {
@@ -441,6 +473,8 @@ export class SeatMap {
     ctx.fill(paths.picked);
     ctx.fillStyle = COLOUR.pickedCore;
     ctx.fill(paths.core);
+    ctx.fillStyle = COLOUR.mark;
+    ctx.fill(paths.marks);
   }
 
   /** The overview: one bar per row, in its tier's colour while it has seats left. */
@@ -501,7 +535,10 @@ export class SeatMap {
   }
 
   newPaths() {
-    return { tier: this.tiers.map(() => new Path2D()), picked: new Path2D(), core: new Path2D(), held: new Path2D(), slash: new Path2D(), booked: new Path2D() };
+    return {
+      tier: this.tiers.map(() => new Path2D()), picked: new Path2D(), core: new Path2D(), held: new Path2D(),
+      slash: new Path2D(), booked: new Path2D(), marks: new Path2D(),
+    };
   }
 
   /** Marks seat `i` for the next frame. */
@@ -645,7 +682,8 @@ export class SeatMap {
     const s = L.sections[L.rowSection[row]];
     const tier = this.tiers[L.rowTier[row]];
     const state = this.picked.has(i) ? 'your pick' : WORDS[L.status[i]];
-    return `Section ${s.name}, row ${L.rowNames[row]}, seat ${i - L.rowStart[row] + 1}, ${tier?.name ?? ''} ${money(L.rowPrice[row], this.currency)}, ${state}`;
+    const marks = ATTRIBUTES.filter(([, bit]) => L.attributes[i] & bit).map(([, , word]) => `, ${word}`).join('');
+    return `Section ${s.name}, row ${L.rowNames[row]}, seat ${i - L.rowStart[row] + 1}${marks}, ${tier?.name ?? ''} ${money(L.rowPrice[row], this.currency)}, ${state}`;
   }
 
   /** Moves the keyboard cursor to seat `i`, bringing it into view. */
@@ -790,6 +828,12 @@ export class SeatMap {
   statusOf(seatId) {
     const i = this.layout?.indexOf(seatId) ?? -1;
     return i < 0 ? null : LETTERS[this.layout.status[i]];
+  }
+
+  /** The words the map says for a seat (as the keyboard cursor announces them). */
+  wordsOf(seatId) {
+    const i = this.layout?.indexOf(seatId) ?? -1;
+    return i < 0 ? null : this.words(i);
   }
 
   isPicked(seatId) {

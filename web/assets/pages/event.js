@@ -25,6 +25,7 @@ window.frontrowMap = {
   ready: new Promise((resolve) => { markReady = resolve; }),
   status: (seatId) => map?.statusOf(seatId) ?? null,
   selected: (seatId) => map?.isPicked(seatId) ?? false,
+  words: (seatId) => map?.wordsOf(seatId) ?? null,
   seatCenter: (seatId) => map?.seatCenter(seatId) ?? null,
   position: () => position,
   deltasApplied: () => deltas,

@@ -1,0 +1,386 @@
+//! Seat attributes and organizer holds over HTTP against the real server: accessible
+//! best-available, every refusal (a problem+json that changes nothing), and withhold -> not
+//! sellable -> return -> sold with the ledger and the analytics replay adding up.
+
+mod common;
+
+use chrono::Duration;
+use common::*;
+use frontrow_schema::EventId;
+use serde_json::{Value, json};
+
+/// The test event with attributes on section A: row 1 has wheelchair spaces 1 and 10 with
+/// companion seats 2 and 9, aisle seats 1 and 10, and restricted view at 5.
+fn attribute_event(app: &TestApp) -> Value {
+    let mut body = app.event_body(Duration::minutes(-1));
+    body["max_seats_per_order"] = json!(4);
+    body["seat_map"]["sections"][0]["rows"][0] = json!({
+        "name": "1", "seats": 10, "tier": "GOLD",
+        "wheelchair": [1, 10], "companion": [2, 9], "aisle": [1, 10], "restricted_view": [5]
+    });
+    body
+}
+
+const ORGANIZER: (&str, &str) = ("x-api-key", ORGANIZER_KEY);
+
+async fn create(app: &TestApp, body: &Value) -> EventId {
+    let res = app.create_event_with(ORGANIZER_KEY, body).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let body: Value = res.json().await.unwrap();
+    let event = body["event_id"].as_str().unwrap().parse().unwrap();
+    app.availability(event, body["position"].as_str()).await;
+    event
+}
+
+async fn best(app: &TestApp, who: &str, event: EventId, key: &str, best: Value) -> reqwest::Response {
+    app.reserve(who, event, key, json!({ "best_available": best })).await
+}
+
+/// `POST` as an organizer (`key`), with an optional `Idempotency-Key`.
+async fn organizer_post(app: &TestApp, key: &str, path: &str, idem: Option<&str>, body: Value) -> reqwest::Response {
+    let mut req = app.client.post(app.url(path)).header("x-api-key", key).json(&body);
+    if let Some(idem) = idem {
+        req = req.header("idempotency-key", idem);
+    }
+    req.send().await.unwrap()
+}
+
+async fn withhold(app: &TestApp, event: EventId, seats: &[&str], label: &str) -> reqwest::Response {
+    organizer_post(
+        app,
+        ORGANIZER_KEY,
+        &format!("/events/{event}/withheld-seats"),
+        None,
+        json!({"seats": seats, "label": label}),
+    )
+    .await
+}
+
+fn seats_of(reservation: &Value) -> Vec<&str> {
+    reservation["seats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() {
+    let app = TestApp::spawn().await;
+    let event = create(&app, &attribute_event(&app)).await;
+
+    // The map and the event carry the attributes, per row.
+    let map = app.availability(event, None).await;
+    let row = &map["sections"][0]["rows"][0];
+    assert_eq!(row["wheelchair"], json!([1, 10]));
+    assert_eq!(row["companion"], json!([2, 9]));
+    assert_eq!(row["aisle"], json!([1, 10]));
+    assert_eq!(row["restricted_view"], json!([5]));
+    assert!(
+        map["sections"][0]["rows"][1].get("wheelchair").is_none(),
+        "empty lists are absent"
+    );
+    let details: Value = app.get(&format!("/events/{event}")).await.json().await.unwrap();
+    assert_eq!(
+        details["seat_map"]["sections"][0]["rows"][0]["companion"],
+        json!([2, 9])
+    );
+
+    let res = best(
+        &app,
+        "alice",
+        event,
+        "a1",
+        json!({"section": "A", "count": 2, "accessible": true}),
+    )
+    .await;
+    assert_eq!(res.status(), 201);
+    let first: Value = res.json().await.unwrap();
+    assert_eq!(seats_of(&first), ["A-1-1", "A-1-2"]);
+    // A retry with the same key is the same reservation.
+    let again: Value = best(
+        &app,
+        "alice",
+        event,
+        "a1",
+        json!({"section": "A", "count": 2, "accessible": true}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(again["reservation_id"], first["reservation_id"]);
+    let res = best(
+        &app,
+        "bob",
+        event,
+        "b1",
+        json!({"section": "A", "count": 2, "accessible": true}),
+    )
+    .await;
+    assert_eq!(seats_of(&res.json::<Value>().await.unwrap()), ["A-1-9", "A-1-10"]);
+
+    // None left: a precise 409 that writes nothing.
+    let before = ends(app.journal.as_ref()).await;
+    let res = best(
+        &app,
+        "carol",
+        event,
+        "c1",
+        json!({"section": "A", "count": 2, "accessible": true}),
+    )
+    .await;
+    let body = problem(res, 409, "no-accessible-seats").await;
+    assert_eq!(
+        body["detail"],
+        "section A has no 2 adjacent free seats with a wheelchair space and a companion seat next to it"
+    );
+    // One seat cannot be a wheelchair space and its companion.
+    let res = best(
+        &app,
+        "carol",
+        event,
+        "c2",
+        json!({"section": "A", "count": 1, "accessible": true}),
+    )
+    .await;
+    let body = problem(res, 422, "accessible-too-few").await;
+    assert_eq!(body["min_seats"], 2);
+    assert_eq!(ends(app.journal.as_ref()).await, before);
+    let replayed = app.replay().await;
+    assert_eq!(replayed[&event].counts.held, 4);
+
+    // `aisle` alone prefers an aisle block; both of row 1's aisle seats are taken and row 2 has
+    // none, so it is the plain best block of the frontmost row.
+    let res = best(
+        &app,
+        "dave",
+        event,
+        "d1",
+        json!({"section": "A", "count": 2, "aisle": true}),
+    )
+    .await;
+    assert_eq!(seats_of(&res.json::<Value>().await.unwrap()), ["A-1-5", "A-1-6"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn seat_maps_with_bad_attributes_are_refused_precisely() {
+    let app = TestApp::spawn().await;
+    let before = ends(app.journal.as_ref()).await;
+    let cases = [
+        (
+            json!({"wheelchair": [3], "companion": [5]}),
+            "invalid seat map: wheelchair space A-1-3 has no companion seat next to it (list one of its neighbours in companion)",
+        ),
+        (
+            json!({"aisle": [11]}),
+            "invalid seat map: row 1 in section A lists seat 11 as aisle, but its seats are 1 to 10",
+        ),
+        (
+            json!({"restricted_view": [4, 4]}),
+            "invalid seat map: seat A-1-4 is listed twice as restricted_view",
+        ),
+        (
+            json!({"wheelchair": [3], "companion": [2, 7]}),
+            "invalid seat map: companion seat A-1-7 is not next to a wheelchair space",
+        ),
+    ];
+    for (attributes, detail) in cases {
+        let mut body = app.event_body(Duration::minutes(-1));
+        let row = &mut body["seat_map"]["sections"][0]["rows"][0];
+        for (k, v) in attributes.as_object().unwrap() {
+            row[k] = v.clone();
+        }
+        let res = app.create_event_with(ORGANIZER_KEY, &body).await;
+        let problem = problem(res, 422, "invalid-seat-map").await;
+        assert_eq!(problem["detail"], detail);
+    }
+    assert_eq!(ends(app.journal.as_ref()).await, before);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bad_withholds_and_returns_are_refused_and_change_nothing() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    assert_eq!(app.reserve_seats("alice", event, &["A-1-1"]).await.status(), 201);
+    assert_eq!(withhold(&app, event, &["A-1-5"], "sound desk").await.status(), 200);
+    let path = format!("/events/{event}/withheld-seats");
+    let back = format!("/events/{event}/withheld-seats/return");
+    let before = ends(app.journal.as_ref()).await;
+
+    let res = app
+        .client
+        .post(app.url(&path))
+        .json(&json!({"seats": ["A-1-2"], "label": "x"}))
+        .send()
+        .await
+        .unwrap();
+    problem(res, 401, "unauthorized").await;
+    let res = organizer_post(
+        &app,
+        OTHER_ORGANIZER_KEY,
+        &path,
+        None,
+        json!({"seats": ["A-1-2"], "label": "x"}),
+    )
+    .await;
+    problem(res, 403, "forbidden").await;
+    let res = organizer_post(&app, OTHER_ORGANIZER_KEY, &back, None, json!({"seats": ["A-1-5"]})).await;
+    problem(res, 403, "forbidden").await;
+
+    let res = withhold(&app, event, &["A-1-1", "A-1-2"], "house seats").await;
+    let body = problem(res, 409, "seats-in-sale").await;
+    assert_eq!(body["seats"], json!(["A-1-1"]));
+    assert_eq!(
+        body["detail"],
+        "customers hold or bought these seats, so they cannot be withheld: A-1-1"
+    );
+    let res = withhold(&app, event, &["A-1-5", "A-1-6"], "house seats").await;
+    let body = problem(res, 409, "already-withheld").await;
+    assert_eq!(
+        (body["label"].clone(), body["seats"].clone()),
+        (json!("sound desk"), json!(["A-1-5"]))
+    );
+
+    let res = withhold(&app, event, &["A-1-2"], " ").await;
+    problem(res, 422, "invalid-label").await;
+    let res = withhold(&app, event, &[], "x").await;
+    assert_eq!(problem(res, 422, "bad-withhold-size").await["max_seats"], 1000);
+    let res = withhold(&app, event, &["A-1-2", "A-1-2"], "x").await;
+    problem(res, 422, "duplicate-seat").await;
+    let res = withhold(&app, event, &["A-9-1"], "x").await;
+    assert_eq!(problem(res, 422, "unknown-seats").await["seats"], json!(["A-9-1"]));
+    let res = organizer_post(&app, ORGANIZER_KEY, &back, None, json!({"seats": ["Z-1-1"]})).await;
+    problem(res, 422, "unknown-seats").await;
+    let res = organizer_post(
+        &app,
+        ORGANIZER_KEY,
+        &path,
+        None,
+        json!({"seats": ["nope"], "label": "x"}),
+    )
+    .await;
+    assert_eq!(res.status(), 422);
+    assert_eq!(res.headers()["content-type"], "application/problem+json");
+
+    assert_eq!(ends(app.journal.as_ref()).await, before, "no refusal wrote anything");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let path = format!("/events/{event}/withheld-seats");
+    let body = json!({"seats": ["A-1-4", "A-1-5"], "label": "house seats"});
+    let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("hold-1"), body.clone()).await;
+    assert_eq!(res.status(), 200);
+    let written: Value = res.json().await.unwrap();
+    let map = app.availability(event, written["position"].as_str()).await;
+    assert_eq!(map["seats"]["withheld"], 2);
+    assert_eq!(map["seats"]["available"], 24);
+    assert_eq!(map["sections"][0]["withheld"], 2);
+    assert_eq!(map["legend"]["W"], "withheld");
+    assert_eq!(map["sections"][0]["rows"][0]["seats"], "AAAWWAAAAA");
+
+    // A retry (same key, same body) writes nothing more.
+    let before = ends(app.journal.as_ref()).await;
+    let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("hold-1"), body).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(ends(app.journal.as_ref()).await, before);
+
+    // Not sellable: explicitly or by best-available.
+    let res = app.reserve_seats("alice", event, &["A-1-5"]).await;
+    assert_eq!(problem(res, 409, "seats-unavailable").await["seats"], json!(["A-1-5"]));
+    let res = best(&app, "alice", event, "b1", json!({"section": "A", "count": 4})).await;
+    let got: Value = res.json().await.unwrap();
+    assert!(!seats_of(&got).iter().any(|s| *s == "A-1-4" || *s == "A-1-5"), "{got}");
+
+    // Returned: sellable again, and sold.
+    let res = organizer_post(
+        &app,
+        ORGANIZER_KEY,
+        &format!("/events/{event}/withheld-seats/return"),
+        Some("return-1"),
+        json!({"seats": ["A-1-5"]}),
+    )
+    .await;
+    assert_eq!(res.status(), 200);
+    let res = app.reserve_seats("bob", event, &["A-1-5"]).await;
+    assert_eq!(res.status(), 201);
+    let held: Value = res.json().await.unwrap();
+    let rid = held["reservation_id"].as_str().unwrap();
+    let paid = app.payment_event("payment_intent.succeeded", "evt_ret", event, rid, 10000);
+    assert_eq!(
+        app.webhook(&paid).await.json::<Value>().await.unwrap()["outcome"],
+        "booked"
+    );
+
+    // The write side, the map, the ledger and the analytics replay agree, and add up.
+    let state = &app.replay().await[&event];
+    let c = state.counts;
+    assert_eq!((c.available, c.held, c.booked, c.withheld), (20, 4, 1, 1));
+    let map = app.availability(event, None).await;
+    let seats = &map["seats"];
+    assert_eq!(
+        (
+            seats["held"].clone(),
+            seats["booked"].clone(),
+            seats["withheld"].clone()
+        ),
+        (json!(4), json!(1), json!(1))
+    );
+    let sales = get_until(&app, &format!("/events/{event}/sales"), ORGANIZER, |v| {
+        v["total"]["booked_now"] == 1
+    })
+    .await;
+    let t = &sales["total"];
+    assert_eq!(t["withheld_now"], 1);
+    assert_eq!(
+        t["available_now"].as_i64().unwrap()
+            + t["held_now"].as_i64().unwrap()
+            + t["booked_now"].as_i64().unwrap()
+            + t["withheld_now"].as_i64().unwrap(),
+        t["seats"].as_i64().unwrap()
+    );
+    assert_eq!(t["seats"], 26);
+    let history = get_until(&app, &format!("/events/{event}/seats/A-1-5/history"), ORGANIZER, |v| {
+        v["history"].as_array().is_some_and(|h| h.len() == 4)
+    })
+    .await;
+    let kinds: Vec<&str> = history["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["withheld", "returned", "held", "booked"]);
+    assert_eq!(history["history"][0]["reservation_id"], Value::Null);
+    let still = get_until(&app, &format!("/events/{event}/seats/A-1-4/history"), ORGANIZER, |v| {
+        v["state"] == "withheld"
+    })
+    .await;
+    assert_eq!(still["history"][0]["kind"], "withheld");
+
+    let options = frontrow_analytics::replay::ReplayOptions {
+        event: Some(event),
+        ..Default::default()
+    };
+    let report = frontrow_analytics::analyse(app.journal.clone(), &options, |_| {})
+        .await
+        .unwrap();
+    let e = &report.events[0];
+    assert_eq!(
+        (
+            e.seats_booked_now,
+            e.seats_held_now,
+            e.seats_withheld_now,
+            e.seats_total
+        ),
+        (1, 4, 1, 26)
+    );
+    app.stop().await;
+}

@@ -38,6 +38,7 @@ pub fn apply(state: &mut Option<EventState>, event: &Event, idempotency_key: Opt
 
 #[cfg(test)]
 mod orphan_tests;
+#[cfg(test)]
 mod attribute_tests;
 #[cfg(test)]
 mod queue_tests;

@@ -40,6 +40,7 @@ fn arena() -> SeatMap {
                     tier: TierCode::parse("STD").unwrap(),
                 })
                 .collect(),
+            standing: None,
         })
         .collect();
     SeatMap {

@@ -96,9 +96,11 @@ impl Tracked {
     }
 }
 
-/// The cheapest and dearest tier a row of the map uses.
+/// The cheapest and dearest tier a row or a standing zone of the map uses.
 fn price_range(map: &SeatMap) -> (i64, i64) {
-    let used: BTreeSet<_> = map.sections.iter().flat_map(|s| &s.rows).map(|r| &r.tier).collect();
+    let rows = map.sections.iter().flat_map(|s| &s.rows).map(|r| &r.tier);
+    let zones = map.sections.iter().filter_map(|s| s.standing.as_ref()).map(|z| &z.tier);
+    let used: BTreeSet<_> = rows.chain(zones).collect();
     let prices = map.tiers.iter().filter(|t| used.contains(&t.code)).map(|t| t.price);
     let (min, max) = prices.fold((i64::MAX, i64::MIN), |(lo, hi), p| (lo.min(p), hi.max(p)));
     if min > max { (0, 0) } else { (min, max) }

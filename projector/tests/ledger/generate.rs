@@ -40,6 +40,7 @@ fn map(rows: u16, seats: u16) -> SeatMap {
         code: SectionCode::parse(code).unwrap(),
         name: format!("Section {code}"),
         rows: (1..=rows).map(|r| row(&r.to_string(), tier)).collect(),
+        standing: None,
     };
     SeatMap {
         tiers: vec![

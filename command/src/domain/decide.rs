@@ -11,6 +11,7 @@ use frontrow_schema::*;
 
 use super::queue::{QueueState, TicketStatus};
 use super::state::{EventState, ReservationStatus, SeatState};
+use super::zones;
 
 /// Longest free text (title, artist, venue, city).
 pub const MAX_TEXT: usize = 200;
@@ -32,13 +33,15 @@ pub enum SeatSelection {
     /// The best `count` adjacent seats in one section: the frontmost row that has a run of
     /// `count` free seats, and in it the run closest to the row's centre.
     BestAvailable { section: SectionCode, count: u8 },
+    /// Any `count` free places of a standing zone (see `zones`).
+    Zone { zone: SectionCode, count: u8 },
 }
 
 impl SeatSelection {
     fn count(&self) -> usize {
         match self {
             SeatSelection::Explicit(seats) => seats.len(),
-            SeatSelection::BestAvailable { count, .. } => usize::from(*count),
+            SeatSelection::BestAvailable { count, .. } | SeatSelection::Zone { count, .. } => usize::from(*count),
         }
     }
 }
@@ -146,6 +149,20 @@ pub enum Rejection {
     SeatsUnavailable(Vec<SeatId>),
     #[error("section {section} has no {count} adjacent seats left")]
     NoAdjacentSeats { section: SectionCode, count: u8 },
+    #[error("there is no standing zone {0} at this event")]
+    UnknownZone(SectionCode),
+    #[error("section {0} is seated, not a standing zone: choose seats or best_available")]
+    NotAZone(SectionCode),
+    #[error("section {0} is a standing zone: reserve a count of places from it with zone and count")]
+    StandingZone(SectionCode),
+    #[error("standing zone {0} is sold out")]
+    ZoneSoldOut(SectionCode),
+    #[error("standing zone {zone} has {available} places left, not {asked}")]
+    NotEnoughPlaces {
+        zone: SectionCode,
+        asked: u8,
+        available: u32,
+    },
     #[error("this Idempotency-Key was already used for a different request")]
     IdempotencyKeyReused,
     #[error("the reservation is booked; cancel it instead of releasing it")]
@@ -351,6 +368,7 @@ fn reserve(
                         .iter()
                         .all(|&i| state.layout.section_index(section) == Some(state.layout.row_of(i).section as usize))
             }
+            SeatSelection::Zone { zone, count } => zones::same_request(state, r, zone, *count),
         };
         return if same {
             Ok(vec![])
@@ -381,9 +399,11 @@ fn reserve(
     {
         return Err(Rejection::AdmissionInUse(held));
     }
+    zones::check_selection(state, selection)?;
     let seats: Vec<u32> = match selection {
         SeatSelection::Explicit(ids) => explicit_seats(state, ids)?,
         SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
+        SeatSelection::Zone { zone, count } => zones::take(state, zone, *count)?,
     };
     // Prices are bounded since they are validated; an event recorded before that may still
     // carry prices whose sum does not fit.

@@ -8,6 +8,7 @@
 mod decide;
 pub mod queue;
 mod state;
+mod zones;
 
 pub use decide::{
     Command, MAX_PROVIDER_MESSAGE, MAX_SEATS_PER_CUSTOMER, MAX_SEATS_PER_ORDER, MAX_TEXT, QueueSettings, Rejection,
@@ -34,3 +35,5 @@ pub fn apply(state: &mut Option<EventState>, event: &Event, idempotency_key: Opt
 mod queue_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zone_tests;

@@ -662,26 +662,6 @@ async fn health_ready_and_openapi() {
     app.stop().await;
 }
 
-/// Polls `GET /search` until `check` accepts the answer (the projector indexes asynchronously).
-async fn search_until(app: &TestApp, query: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        let res = app
-            .client
-            .get(app.url(&format!("/search?{query}")))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200);
-        last = res.json().await.unwrap();
-        if check(&last) {
-            return last;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("search never satisfied the check; last answer: {last}");
-}
-
 #[tokio::test]
 async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_filter() {
     let app = TestApp::spawn().await;
@@ -717,28 +697,6 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
     assert_eq!(res.status(), 400);
     assert_eq!(res.headers()["content-type"], "application/problem+json");
     app.stop().await;
-}
-
-/// Polls a GET until `check` accepts the JSON answer (the ledger projector runs behind the log).
-async fn get_until(app: &TestApp, path: &str, auth: (&str, &str), check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        let res = app
-            .client
-            .get(app.url(path))
-            .header(auth.0, auth.1)
-            .send()
-            .await
-            .unwrap();
-        if res.status() == 200 {
-            last = res.json().await.unwrap();
-            if check(&last) {
-                return last;
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("{path} never satisfied the check; last answer: {last}");
 }
 
 #[tokio::test]

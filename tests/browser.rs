@@ -24,3 +24,5 @@ mod errors;
 mod live;
 #[path = "browser/waiting_room.rs"]
 mod waiting_room;
+#[path = "browser/zones.rs"]
+mod zones;

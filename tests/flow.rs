@@ -755,20 +755,8 @@ async fn the_ledger_follows_the_flow_bookings_sales_and_seat_history() {
         .unwrap();
     assert_eq!(res.status(), 403);
 
-    let history = get_until(
-        &app,
-        &format!("/events/{event}/seats/B-1-1/history"),
-        ("x-api-key", ORGANIZER_KEY),
-        |v| v["history"].as_array().is_some_and(|h| h.len() == 2),
-    )
-    .await;
-    let kinds: Vec<&str> = history["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["held", "expired"]);
+    let history = history_until(&app, event, "B-1-1", 2).await;
+    assert_eq!(history_kinds(&history), ["held", "expired"]);
     assert_eq!(history["state"], "available");
     app.stop().await;
 }

@@ -177,20 +177,8 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
         ),
         (&json!("GA"), &json!(6), &json!(4), &json!(12000), &json!(2))
     );
-    let history = get_until(
-        &app,
-        &format!("/events/{event}/seats/FLOOR-GA-5/history"),
-        ("x-api-key", ORGANIZER_KEY),
-        |v| v["history"].as_array().is_some_and(|h| h.len() == 2),
-    )
-    .await;
-    let kinds: Vec<&str> = history["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["held", "released"]);
+    let history = history_until(&app, event, "FLOOR-GA-5", 2).await;
+    assert_eq!(history_kinds(&history), ["held", "released"]);
     let alice = format!("Bearer {}", app.token("alice"));
     let mine = get_until(&app, "/me/bookings", ("authorization", &alice), |v| {
         v["bookings"].as_array().is_some_and(|b| !b.is_empty())
@@ -238,23 +226,9 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     app.stop().await;
 }
 
-/// Runs `frontrow analytics ARGS` on the app's data directory and parses what it prints.
+/// `frontrow analytics ARGS` on the app's data directory, as JSON.
 fn analytics(app: &TestApp, args: &[&str]) -> Value {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
-        .arg("--data-dir")
-        .arg(app.dir.path())
-        .arg("analytics")
-        .args(args)
-        .env("FRONTROW_PARTITIONS", "4")
-        .env("FRONTROW_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "frontrow analytics {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    serde_json::from_slice(&analytics_cli(app, args).stdout).unwrap()
 }
 
 #[tokio::test]

@@ -426,3 +426,44 @@ pub async fn get_until(app: &TestApp, path: &str, auth: (&str, &str), check: imp
     }
     panic!("{path} never satisfied the check; last answer: {last}");
 }
+
+/// A seat's (or place's) history from `GET /events/{id}/seats/{seat}/history`, polled until it
+/// has `entries` entries.
+pub async fn history_until(app: &TestApp, event: EventId, seat: &str, entries: usize) -> Value {
+    get_until(
+        app,
+        &format!("/events/{event}/seats/{seat}/history"),
+        ("x-api-key", ORGANIZER_KEY),
+        |v| v["history"].as_array().is_some_and(|h| h.len() == entries),
+    )
+    .await
+}
+
+/// The kinds of a seat history's entries, in order (`held`, `booked`, `expired`, ...).
+pub fn history_kinds(history: &Value) -> Vec<&str> {
+    history["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap())
+        .collect()
+}
+
+/// Runs the real `frontrow analytics ARGS` on the app's data directory; fails on a non-zero exit.
+pub fn analytics_cli(app: &TestApp, args: &[&str]) -> std::process::Output {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
+        .arg("--data-dir")
+        .arg(app.dir.path())
+        .arg("analytics")
+        .args(args)
+        .env("FRONTROW_PARTITIONS", "4")
+        .env("FRONTROW_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "frontrow analytics {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}

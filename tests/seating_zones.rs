@@ -16,14 +16,7 @@ fn mixed_venue(app: &TestApp, artist: &str) -> Value {
     let mut body = app.event_body(Duration::minutes(-1));
     body["artist"] = json!(artist);
     body["max_seats_per_customer"] = json!(6);
-    body["seat_map"] = json!({
-        "tiers": [{"code": "SEAT", "name": "Seated", "price": 8000},
-                  {"code": "GA", "name": "General admission", "price": 3000}],
-        "sections": [
-            {"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 2, "tier": "SEAT"}]},
-            {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 6, "tier": "GA"}}
-        ]
-    });
+    body["seat_map"] = mixed_seat_map(2, 6);
     body
 }
 

@@ -16,14 +16,7 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     let scene = Scene::start().await?;
     let app = &scene.app;
     let mut body = app.event_body(Duration::minutes(-1));
-    body["seat_map"] = json!({
-        "tiers": [{"code": "SEAT", "name": "Seated", "price": 8000},
-                  {"code": "GA", "name": "General admission", "price": 3000}],
-        "sections": [
-            {"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 6, "tier": "SEAT"}]},
-            {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 50, "tier": "GA"}}
-        ]
-    });
+    body["seat_map"] = crate::common::mixed_seat_map(6, 50);
     let event = create_event(app, &body).await?;
     let zone = |who: &'static str, count: u8| async move {
         let key = uuid::Uuid::new_v4().to_string();

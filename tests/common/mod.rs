@@ -467,3 +467,16 @@ pub fn analytics_cli(app: &TestApp, args: &[&str]) -> std::process::Output {
     );
     output
 }
+
+/// A mixed venue's seat map: section `A`, one row of `seats` seats at 80.00, and `FLOOR`, a
+/// standing zone of `capacity` places at 30.00.
+pub fn mixed_seat_map(seats: u16, capacity: u32) -> Value {
+    json!({
+        "tiers": [{"code": "SEAT", "name": "Seated", "price": 8000},
+                  {"code": "GA", "name": "General admission", "price": 3000}],
+        "sections": [
+            {"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": seats, "tier": "SEAT"}]},
+            {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": capacity, "tier": "GA"}}
+        ]
+    })
+}

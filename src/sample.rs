@@ -33,6 +33,7 @@ fn section(code: &str, name: String, rows: Vec<Row>) -> Section {
         code: SectionCode::parse(code).expect("valid section"),
         name,
         rows,
+        standing: None,
     }
 }
 

@@ -6,27 +6,8 @@
 mod common;
 
 use chrono::Duration;
-use common::{ORGANIZER_KEY, OTHER_ORGANIZER_KEY, TestApp};
+use common::{ORGANIZER_KEY, OTHER_ORGANIZER_KEY, TestApp, analytics_cli};
 use serde_json::Value;
-
-/// Runs `frontrow analytics ARGS` on the app's data directory.
-fn cli(app: &TestApp, args: &[&str]) -> std::process::Output {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
-        .arg("--data-dir")
-        .arg(app.dir.path())
-        .arg("analytics")
-        .args(args)
-        .env("FRONTROW_PARTITIONS", "4")
-        .env("FRONTROW_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "frontrow analytics {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
 
 fn json_out(output: &std::process::Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
@@ -90,7 +71,10 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
         }
     };
     for seat in ["A-1-1", "A-1-3", "B-1-1", "B-1-6"] {
-        let from_log = json_out(&cli(&app, &["seat", "--event", &event.to_string(), "--seat", seat]));
+        let from_log = json_out(&analytics_cli(
+            &app,
+            &["seat", "--event", &event.to_string(), "--seat", seat],
+        ));
         let (status, _, from_route) = history(seat.to_owned(), ORGANIZER_KEY).await;
         assert_eq!(status, 200, "{from_route}");
         assert_eq!(from_route, from_log, "seat {seat}");
@@ -114,7 +98,10 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
         .await
         .unwrap();
     assert_eq!(res.status(), 404);
-    let b11 = json_out(&cli(&app, &["seat", "--event", &event.to_string(), "--seat", "B-1-1"]));
+    let b11 = json_out(&analytics_cli(
+        &app,
+        &["seat", "--event", &event.to_string(), "--seat", "B-1-1"],
+    ));
     let kinds: Vec<&str> = b11["history"]
         .as_array()
         .unwrap()
@@ -125,7 +112,10 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
 
     // A past map: the CLI and the server's `?at=` both give the map read live after the booking.
     let position = after_booking["position"].as_str().unwrap();
-    let map = json_out(&cli(&app, &["map", "--event", &event.to_string(), "--at", position]));
+    let map = json_out(&analytics_cli(
+        &app,
+        &["map", "--event", &event.to_string(), "--at", position],
+    ));
     assert_eq!(map, after_booking);
     let res = app
         .client
@@ -156,7 +146,7 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
 
     // The report, written while the server runs.
     let out = tempfile::tempdir().unwrap();
-    let printed = cli(
+    let printed = analytics_cli(
         &app,
         &["--event", &event.to_string(), "--out", out.path().to_str().unwrap()],
     );

@@ -26,3 +26,5 @@ mod live;
 mod seating_attributes;
 #[path = "browser/waiting_room.rs"]
 mod waiting_room;
+#[path = "browser/zones.rs"]
+mod zones;

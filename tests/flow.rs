@@ -663,26 +663,6 @@ async fn health_ready_and_openapi() {
     app.stop().await;
 }
 
-/// Polls `GET /search` until `check` accepts the answer (the projector indexes asynchronously).
-async fn search_until(app: &TestApp, query: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        let res = app
-            .client
-            .get(app.url(&format!("/search?{query}")))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200);
-        last = res.json().await.unwrap();
-        if check(&last) {
-            return last;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("search never satisfied the check; last answer: {last}");
-}
-
 #[tokio::test]
 async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_filter() {
     let app = TestApp::spawn().await;
@@ -776,20 +756,8 @@ async fn the_ledger_follows_the_flow_bookings_sales_and_seat_history() {
         .unwrap();
     assert_eq!(res.status(), 403);
 
-    let history = get_until(
-        &app,
-        &format!("/events/{event}/seats/B-1-1/history"),
-        ("x-api-key", ORGANIZER_KEY),
-        |v| v["history"].as_array().is_some_and(|h| h.len() == 2),
-    )
-    .await;
-    let kinds: Vec<&str> = history["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["held", "expired"]);
+    let history = history_until(&app, event, "B-1-1", 2).await;
+    assert_eq!(history_kinds(&history), ["held", "expired"]);
     assert_eq!(history["state"], "available");
     app.stop().await;
 }

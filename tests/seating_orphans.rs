@@ -99,6 +99,8 @@ async fn an_organizer_can_turn_the_rule_off() {
 enum Area {
     /// Best-available adjacent seats in a seated section.
     Seated(&'static str),
+    /// A count of places from a standing zone.
+    Standing(&'static str),
 }
 
 impl Area {
@@ -106,6 +108,15 @@ impl Area {
     fn selection(&self, count: u8) -> Value {
         match self {
             Area::Seated(section) => json!({"best_available": {"section": section, "count": count}}),
+            Area::Standing(zone) => json!({"zone": zone, "count": count}),
+        }
+    }
+
+    /// The refusal when this area cannot take the order.
+    fn full(&self) -> &'static [&'static str] {
+        match self {
+            Area::Seated(_) => &["no-adjacent-seats"],
+            Area::Standing(_) => &["zone-sold-out", "not-enough-places"],
         }
     }
 }
@@ -138,6 +149,20 @@ fn seated(sections: &[(&'static str, &[u16])]) -> Venue {
             .sum(),
         areas: sections.iter().map(|(code, _)| Area::Seated(code)).collect(),
     }
+}
+
+/// A seated venue of `sections` plus standing zones of these capacities, tried after the seats.
+fn mixed(sections: &[(&'static str, &[u16])], zones: &[(&'static str, u32)]) -> Venue {
+    let mut venue = seated(sections);
+    for &(code, capacity) in zones {
+        venue.seat_map["sections"].as_array_mut().unwrap().push(json!({
+            "code": code, "name": format!("Standing {code}"),
+            "standing": {"capacity": capacity, "tier": "STD"},
+        }));
+        venue.places += capacity;
+        venue.areas.push(Area::Standing(code));
+    }
+    venue
 }
 
 /// What became of the fans of [`sell_out`].
@@ -206,7 +231,12 @@ async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&
                 held = Some(res.json::<Value>().await.unwrap());
                 break;
             }
-            problem(res, 409, "no-adjacent-seats").await;
+            let refusal = res.json::<Value>().await.unwrap();
+            let kind = refusal["type"].as_str().unwrap_or_default();
+            assert!(
+                area.full().iter().any(|k| kind == format!("urn:frontrow:problem:{k}")),
+                "{area:?}: {refusal}"
+            );
         }
         match held {
             Some(h) => {
@@ -268,6 +298,19 @@ async fn a_waiting_room_sells_a_seated_venue_to_the_last_seat_with_random_order_
     let app = TestApp::spawn().await;
     let venue = seated(&[("A", &[20, 20, 20]), ("B", &[15, 16, 9])]);
     let outcome = sell_out(&app, &venue, 250, 0x5EED, |rng| rng.random_range(1..=6)).await;
+    assert!(outcome.bought >= venue.places / 6, "{outcome:?}");
+    assert!(outcome.told_sold_out > 0, "{outcome:?}");
+    app.stop().await;
+}
+
+/// The end-to-end case: a waiting room sells a mixed venue (seated sections and a
+/// standing floor) to its last place with random order sizes, and every fan still waiting is
+/// told "sold out".
+#[tokio::test]
+async fn a_waiting_room_sells_a_mixed_seated_and_standing_venue_to_the_last_place() {
+    let app = TestApp::spawn().await;
+    let venue = mixed(&[("A", &[20, 20, 20]), ("B", &[15, 9])], &[("FLOOR", 90)]);
+    let outcome = sell_out(&app, &venue, 300, 0xF1002, |rng| rng.random_range(1..=6)).await;
     assert!(outcome.bought >= venue.places / 6, "{outcome:?}");
     assert!(outcome.told_sold_out > 0, "{outcome:?}");
     app.stop().await;

@@ -306,8 +306,7 @@ impl EventFold {
 
     fn place(&self, index: u32) -> (usize, String, i64) {
         let span = self.layout.row_of(index);
-        let section = &self.layout.map().sections[span.section as usize];
-        let tier = section.rows[span.row as usize].tier.to_string();
+        let tier = self.layout.tier_of(index).to_string();
         (span.section as usize, tier, span.price)
     }
 

@@ -93,7 +93,7 @@ pub async fn seat_history_with_organizer(
         event_id: event_id.as_uuid(),
         seat: seat.to_string(),
         section: section.code.to_string(),
-        tier: section.rows[span.row as usize].tier.to_string(),
+        tier: layout.tier_of(index).to_string(),
         price: span.price,
         state: state.to_owned(),
         history,

@@ -41,6 +41,7 @@ fn arena() -> SeatMap {
                     attributes: Default::default(),
                 })
                 .collect(),
+            standing: None,
         })
         .collect();
     SeatMap {

@@ -48,7 +48,7 @@ impl EventMeta {
         let index = self.layout.index_of(seat)?;
         let span = self.layout.row_of(index);
         let section = &self.layout.map().sections[span.section as usize];
-        let tier = section.rows[span.row as usize].tier.clone();
+        let tier = self.layout.tier_of(index).clone();
         Some((section.code.clone(), tier, span.price))
     }
 }

@@ -31,6 +31,7 @@ use crate::streams::StreamSlots;
 use crate::travel::{At, TravelError, TravelLimits};
 use crate::views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SectionAvailability,
+    ZoneAvailability,
 };
 
 /// Short because seats move fast; `stale-while-revalidate` lets a CDN answer a peak from its
@@ -49,7 +50,7 @@ pub const MAX_WAIT_MS: u64 = 10_000;
     ),
     components(schemas(
         EventList, EventSummary, EventDetails, AvailabilityMap, SectionAvailability,
-        RowAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus, crate::sse::SeatData
+        RowAvailability, ZoneAvailability, SeatCounts, Legend, Problem, crate::sse::QueueStatus, crate::sse::SeatData
     )),
     tags(
         (name = "events", description = "Events, seat maps and live availability"),

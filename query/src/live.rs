@@ -13,12 +13,13 @@ use chrono::{DateTime, Utc};
 use frontrow_journal::Position;
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::snapshot::{EventSeats, ReservationStanding};
-use frontrow_schema::{Event, EventScheduled, QueueEvent, SeatId};
+use frontrow_schema::{Event, EventScheduled, QueueEvent, SeatId, SectionCode};
 
 use crate::queue::QueueLive;
 
 use crate::views::{
     AvailabilityMap, EventDetails, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus, SectionAvailability,
+    ZoneAvailability,
 };
 
 /// An event and the live status of its seats.
@@ -263,6 +264,7 @@ impl LiveEvent {
                         }
                     })
                     .collect(),
+                standing: self.zone_at(si),
             })
             .collect();
         AvailabilityMap {
@@ -272,6 +274,26 @@ impl LiveEvent {
             legend: Legend::SEATS,
             sections,
         }
+    }
+
+    /// The counts of a standing zone, if `code` is one.
+    pub fn zone(&self, code: &SectionCode) -> Option<ZoneAvailability> {
+        self.zone_at(self.layout.section_index(code)?)
+    }
+
+    fn zone_at(&self, section: usize) -> Option<ZoneAvailability> {
+        let span = self.layout.zone_span(section)?;
+        let zone = self.layout.map().sections[section].standing.as_ref()?;
+        let counts = self.sections[section];
+        Some(ZoneAvailability {
+            zone: self.layout.map().sections[section].code.clone(),
+            capacity: u32::from(span.seats),
+            tier: zone.tier.clone(),
+            price: span.price,
+            available: counts.available,
+            held: counts.held,
+            booked: counts.booked,
+        })
     }
 
     /// The availability map as JSON, serialized once per version and shared after that.
@@ -440,5 +462,75 @@ mod tests {
         );
         assert_eq!(event.status(&"B-1-1".parse().unwrap()), None);
         assert_eq!(event.details().seat_map.sections.len(), 1);
+    }
+
+    #[test]
+    fn a_standing_zone_shows_its_counts_instead_of_letters() {
+        let mut info = scheduled();
+        info.seat_map = serde_json::from_value(serde_json::json!({
+            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
+                      {"code": "GA", "name": "Standing", "price": 3500}],
+            "sections": [
+                {"code": "A", "name": "Seats", "rows": [{"name": "1", "seats": 2, "tier": "GOLD"}]},
+                {"code": "FLOOR", "name": "Floor", "standing": {"capacity": 5000, "tier": "GA"}}
+            ]
+        }))
+        .unwrap();
+        let mut event = LiveEvent::scheduled(&info, at(0));
+        let places: Vec<SeatId> = ["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let reserved = |seats: Vec<SeatId>| {
+            Event::SeatsReserved(SeatsReserved {
+                reservation_id: ReservationId::new(),
+                customer: CustomerId::parse("ann").unwrap(),
+                seats,
+                hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 0).unwrap(),
+                amount: Money {
+                    amount: 10500,
+                    currency: Currency::parse("EUR").unwrap(),
+                },
+                admission_ticket: None,
+            })
+        };
+        event.apply(&reserved(places.clone()), at(1));
+        event.apply(
+            &Event::SeatsBooked(SeatsBooked {
+                reservation_id: ReservationId::new(),
+                customer: CustomerId::parse("ann").unwrap(),
+                seats: places[..1].to_vec(),
+                payment: Payment {
+                    provider_event_id: "evt_1".into(),
+                    payment_intent: "pi_1".into(),
+                    amount: Money {
+                        amount: 3500,
+                        currency: Currency::parse("EUR").unwrap(),
+                    },
+                },
+                late: false,
+            }),
+            at(2),
+        );
+        let map = event.availability();
+        assert_eq!(map.seats.total, 5002);
+        let floor = &map.sections[1];
+        assert!(floor.rows.is_empty());
+        let zone = floor.standing.as_ref().expect("FLOOR is a zone");
+        assert_eq!(
+            (zone.capacity, zone.available, zone.held, zone.booked, zone.price),
+            (5000, 4997, 2, 1, 3500)
+        );
+        assert_eq!((floor.available, floor.held, floor.booked), (4997, 2, 1));
+        assert_eq!(map.sections[0].standing, None);
+        let json = serde_json::to_value(&map).unwrap();
+        assert!(
+            json["sections"][0].get("standing").is_none(),
+            "seated sections read as before"
+        );
+        assert_eq!(json["sections"][1]["standing"]["available"], 4997);
+        assert!(json.to_string().len() < 1000, "no letter per place: {json}");
+        assert_eq!(event.zone(&SectionCode::parse("FLOOR").unwrap()), Some(zone.clone()));
+        assert_eq!(event.zone(&SectionCode::parse("A").unwrap()), None);
     }
 }

@@ -7,7 +7,11 @@
 //! - **Seat stream** (`GET /events/{id}/seats/stream`): a fresh client first gets `snapshot`
 //!   (the availability map, id = its version), then one `seat` event per record that moved
 //!   seats (`{"seats": [...], "status": "held" | "booked" | "available"}`), and `reset` if
-//!   the organizer replaced the seat map (refetch it). A resuming client gets the records after
+//!   the organizer replaced the seat map (refetch it). A record that moved places of a
+//!   standing zone is followed by a `zone` event per zone it touched, with the same id: the
+//!   zone's counts (`ZoneAvailability`) as the node has them when it sends, so at least as
+//!   new as the record. A `zone` event is a state, not a delta: a client sets the zone's
+//!   counts to it and may ignore the `seat` event's place ids. A resuming client gets the records after
 //!   its `Last-Event-ID`, read back from the journal (or a new `snapshot` when it is too far
 //!   behind), then the live ones; each record is sent once, in log order.
 //! - **Queue stream** (`GET /events/{id}/queue/me/stream`): a `status` event whenever the
@@ -37,7 +41,8 @@ use frontrow_http::openapi::{Cause, sse_events, sse_response};
 use frontrow_http::{ApiPath, ApiQuery, Problem};
 use frontrow_journal::Position;
 use frontrow_schema::partition::partition_of;
-use frontrow_schema::{CustomerId, EventId, SeatId};
+use frontrow_schema::seatmap::STANDING_ROW;
+use frontrow_schema::{CustomerId, EventId, SeatId, SectionCode};
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -190,11 +195,14 @@ impl utoipa::IntoResponses for SeatStream {
         let events = sse_events(&[
             ("snapshot", Ref::from_schema_name("AvailabilityMap").into()),
             ("seat", Ref::from_schema_name("SeatData").into()),
+            ("zone", Ref::from_schema_name("ZoneAvailability").into()),
             ("reset", reset),
         ]);
         let ok = sse_response(
-            "`snapshot` (data: `AvailabilityMap`) unless resuming, then `seat` events (data: `SeatData`) \
-             and `reset` (the organizer replaced the seat map); id = the record's log position",
+            "`snapshot` (data: `AvailabilityMap`) unless resuming, then `seat` events (data: `SeatData`), \
+             after a `seat` event that moved standing places one `zone` event per zone (data: \
+             `ZoneAvailability`, the zone's counts now), and `reset` (the organizer replaced the seat \
+             map); id = the record's log position",
             events,
         );
         [("200".to_owned(), ok.into())].into()
@@ -355,6 +363,29 @@ fn sse(
         .into_response()
 }
 
+/// The SSE events of one delta: the delta itself, then the counts of each standing zone whose
+/// places it moved.
+fn delta_events(catalog: &Catalog, d: &SeatDelta, out: &mut VecDeque<SseEvent>) {
+    out.push_back(delta_event(d));
+    let SeatChange::Seats { seats, .. } = &d.change else {
+        return;
+    };
+    let mut zones: Vec<&SectionCode> = seats
+        .iter()
+        .filter(|s| s.row.as_str() == STANDING_ROW)
+        .map(|s| &s.section)
+        .collect();
+    zones.dedup();
+    for zone in zones {
+        // A seated section with a row named like the zones' row is no zone: nothing to send.
+        let Some(counts) = catalog.with_event(&d.event_id, |e| e.zone(zone)).flatten() else {
+            continue;
+        };
+        let data = serde_json::to_string(&counts).expect("zone counts serialise");
+        out.push_back(SseEvent::default().id(d.position.to_string()).event("zone").data(data));
+    }
+}
+
 fn delta_event(d: &SeatDelta) -> SseEvent {
     let event = SseEvent::default().id(d.position.to_string());
     match &d.change {
@@ -422,7 +453,9 @@ pub(crate) async fn seat_stream(
                 .retry_after(1)
             })?;
         if let Some(deltas) = deltas {
-            pending.extend(deltas.iter().map(delta_event));
+            for d in &deltas {
+                delta_events(&catalog, d, &mut pending);
+            }
             replayed = Some(after.offset.max(to.saturating_sub(1)));
         }
     }
@@ -436,12 +469,14 @@ pub(crate) async fn seat_stream(
         }
     };
     struct St {
+        catalog: Arc<Catalog>,
         rx: broadcast::Receiver<Arc<Vec<SeatDelta>>>,
         event_id: EventId,
         last: u64,
         pending: VecDeque<SseEvent>,
     }
     let st = St {
+        catalog: catalog.clone(),
         rx,
         event_id,
         last,
@@ -457,7 +492,7 @@ pub(crate) async fn seat_stream(
                     for d in batch.iter().filter(|d| d.event_id == st.event_id) {
                         if d.position.offset > st.last {
                             st.last = d.position.offset;
-                            st.pending.push_back(delta_event(d));
+                            delta_events(&st.catalog, d, &mut st.pending);
                         }
                     }
                 }

@@ -130,8 +130,26 @@ pub struct SectionAvailability {
     pub held: u32,
     pub booked: u32,
     pub withheld: u32,
-    /// Front to back.
+    /// Front to back. Empty for a standing zone.
     pub rows: Vec<RowAvailability>,
+    /// For a standing (general admission) zone: its counts instead of one letter per place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standing: Option<ZoneAvailability>,
+}
+
+/// How many places of a standing zone are in each state; they add up to `capacity`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ZoneAvailability {
+    #[schema(value_type = String, example = "FLOOR")]
+    pub zone: SectionCode,
+    #[schema(example = 5000)]
+    pub capacity: u32,
+    pub tier: TierCode,
+    /// Price of each place, in minor units of the event's currency.
+    pub price: i64,
+    pub available: u32,
+    pub held: u32,
+    pub booked: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

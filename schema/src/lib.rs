@@ -27,5 +27,5 @@ pub use queue::{
 };
 pub use seatmap::{
     Currency, HoldMinutes, MAX_PRICE, Money, PriceTier, Row, SeatAttributes, SeatId, SeatMap, SeatMapError, Section,
-    SectionCode, TierCode, checked_sum, text_fits,
+    SectionCode, Standing, TierCode, checked_sum, text_fits,
 };

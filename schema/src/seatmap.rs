@@ -4,6 +4,11 @@
 //! price tier. A seat is named `SECTION-ROW-NUMBER` (`101-C-7`). The map has a derived flat
 //! index ([`SeatLayout`]): seat `i` is the `i`-th seat walking sections, rows and numbers in
 //! order. The write side and the query side both keep seat states in a `Vec` by that index.
+//!
+//! A section may instead be a standing zone (general admission): `standing: {capacity, tier}`
+//! and no rows. Its places are laid out in the same flat index, as one span flagged
+//! [`RowSpan::standing`], and named `SECTION-GA-N` (`FLOOR-GA-17`, `N` in `1..=capacity`), so
+//! the hold, booking and release of a place are those of a seat.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -23,6 +28,10 @@ pub const MAX_SEATS_PER_EVENT: u32 = 200_000;
 pub const MAX_PRICE: i64 = 100_000_000;
 /// The longest name of a section or a price tier.
 pub const MAX_NAME: usize = 100;
+/// The most places one standing zone may have (a place number must fit a [`SeatId`]'s `u16`).
+pub const MAX_ZONE_CAPACITY: u32 = 50_000;
+/// The row name of every place of a standing zone: `FLOOR-GA-17` is place 17 of zone `FLOOR`.
+pub const STANDING_ROW: &str = "GA";
 
 macro_rules! code {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $max:literal) => {
@@ -362,12 +371,36 @@ impl SeatAttributes {
     }
 }
 
+/// A standing zone: `capacity` places without seat numbers, all in one price tier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Standing {
+    /// Places, 1 to [`MAX_ZONE_CAPACITY`].
+    #[schema(example = 5000)]
+    pub capacity: u32,
+    pub tier: TierCode,
+}
+
+/// Either seated (`rows`) or a standing zone (`standing`), never both.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Section {
     pub code: SectionCode,
     pub name: String,
-    /// Front to back: best-available picks earlier rows first.
+    /// Front to back: best-available picks earlier rows first. Empty for a standing zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rows: Vec<Row>,
+    /// A general-admission zone instead of rows. Absent for a seated section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standing: Option<Standing>,
+}
+
+impl Section {
+    /// Seats in its rows, or places of its zone.
+    pub fn places(&self) -> u64 {
+        match &self.standing {
+            Some(zone) => u64::from(zone.capacity),
+            None => self.rows.iter().map(|r| u64::from(r.seats)).sum(),
+        }
+    }
 }
 
 /// The seats of one event and their price tiers.
@@ -384,6 +417,12 @@ pub enum SeatMapError {
     NoSections,
     #[error("section {0} has no rows")]
     EmptySection(SectionCode),
+    #[error("section {0} has both rows and a standing zone; a section is one or the other")]
+    RowsAndStanding(SectionCode),
+    #[error("standing zone {0} must have a capacity of 1 to {MAX_ZONE_CAPACITY} places")]
+    BadCapacity(SectionCode),
+    #[error("standing zone {0} uses price tier {1}, which is not defined")]
+    UnknownZoneTier(SectionCode, TierCode),
     #[error("section {0} appears twice")]
     DuplicateSection(SectionCode),
     #[error("row {1} appears twice in section {0}")]
@@ -445,6 +484,11 @@ impl SeatMap {
             if !text_fits(&section.name, MAX_NAME) {
                 return Err(SeatMapError::BadName);
             }
+            if let Some(zone) = &section.standing {
+                validate_zone(section, zone, &tiers)?;
+                total += u64::from(zone.capacity);
+                continue;
+            }
             if section.rows.is_empty() {
                 return Err(SeatMapError::EmptySection(section.code.clone()));
             }
@@ -478,21 +522,48 @@ impl SeatMap {
         &self.sections[span.section as usize].rows[span.row as usize].attributes
     }
 
+    /// Whether any section is a standing zone.
+    pub fn has_zones(&self) -> bool {
+        self.sections.iter().any(|s| s.standing.is_some())
+    }
+
     pub fn tier_price(&self, code: &TierCode) -> Option<i64> {
         self.tiers.iter().find(|t| &t.code == code).map(|t| t.price)
     }
 }
 
-/// Where one row's seats sit in the flat seat index.
+fn validate_zone(section: &Section, zone: &Standing, tiers: &HashSet<&TierCode>) -> Result<(), SeatMapError> {
+    if !section.rows.is_empty() {
+        return Err(SeatMapError::RowsAndStanding(section.code.clone()));
+    }
+    if zone.capacity == 0 || zone.capacity > MAX_ZONE_CAPACITY {
+        return Err(SeatMapError::BadCapacity(section.code.clone()));
+    }
+    if !tiers.contains(&zone.tier) {
+        return Err(SeatMapError::UnknownZoneTier(section.code.clone(), zone.tier.clone()));
+    }
+    Ok(())
+}
+
+/// The row name of standing places (see [`STANDING_ROW`]).
+pub fn standing_row() -> RowName {
+    RowName(STANDING_ROW.to_owned())
+}
+
+/// Where one row's seats (or one standing zone's places) sit in the flat seat index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowSpan {
     pub section: u32,
+    /// The row's index in its section (0 for a standing zone).
     pub row: u32,
     /// Flat index of seat number 1.
     pub start: u32,
+    /// Seats of the row, or places of the zone (at most [`MAX_ZONE_CAPACITY`]).
     pub seats: u16,
     /// The row's price in minor units.
     pub price: i64,
+    /// The span is a standing zone: its places have no neighbours, any free one will do.
+    pub standing: bool,
 }
 
 /// The flat index of a (validated) seat map: seat id <-> `u32` and per-row spans.
@@ -520,6 +591,21 @@ impl SeatLayout {
         for (si, section) in map.sections.iter().enumerate() {
             section_by_code.insert(section.code.clone(), si);
             let first = rows.len();
+            if let Some(zone) = &section.standing {
+                // Validated: the capacity fits a place number.
+                let places = zone.capacity.min(u32::from(u16::MAX)) as u16;
+                by_row.insert((section.code.clone(), standing_row()), rows.len());
+                row_of_seat.extend(std::iter::repeat_n(rows.len() as u32, usize::from(places)));
+                rows.push(RowSpan {
+                    section: si as u32,
+                    row: 0,
+                    start: next,
+                    seats: places,
+                    price: map.tier_price(&zone.tier).unwrap_or(0),
+                    standing: true,
+                });
+                next += u32::from(places);
+            }
             for (ri, row) in section.rows.iter().enumerate() {
                 by_row.insert((section.code.clone(), row.name.clone()), rows.len());
                 row_of_seat.extend(std::iter::repeat_n(rows.len() as u32, usize::from(row.seats)));
@@ -529,6 +615,7 @@ impl SeatLayout {
                     start: next,
                     seats: row.seats,
                     price: map.tier_price(&row.tier).unwrap_or(0),
+                    standing: false,
                 });
                 next += u32::from(row.seats);
             }
@@ -565,11 +652,30 @@ impl SeatLayout {
     pub fn seat_at(&self, index: u32) -> SeatId {
         let span = self.rows[self.row_of_seat[index as usize] as usize];
         let section = &self.map.sections[span.section as usize];
+        let row = match span.standing {
+            true => standing_row(),
+            false => section.rows[span.row as usize].name.clone(),
+        };
         SeatId {
             section: section.code.clone(),
-            row: section.rows[span.row as usize].name.clone(),
+            row,
             number: (index - span.start + 1) as u16,
         }
+    }
+
+    /// The price tier of a seat or place.
+    pub fn tier_of(&self, index: u32) -> &TierCode {
+        let span = self.row_of(index);
+        let section = &self.map.sections[span.section as usize];
+        match (&section.standing, span.standing) {
+            (Some(zone), true) => &zone.tier,
+            _ => &section.rows[span.row as usize].tier,
+        }
+    }
+
+    /// The span of a standing zone's places, if `section` is one.
+    pub fn zone_span(&self, section: usize) -> Option<RowSpan> {
+        self.section_rows(section).first().copied().filter(|span| span.standing)
     }
 
     /// The row a seat index belongs to.
@@ -740,5 +846,84 @@ mod tests {
         );
         let back: Row = serde_json::from_str(&json).unwrap();
         assert_eq!(back, map.sections[0].rows[0]);
+    }
+
+    fn mixed_map() -> SeatMap {
+        serde_json::from_value(serde_json::json!({
+            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
+                      {"code": "GA", "name": "Standing", "price": 3500}],
+            "sections": [
+                {"code": "A", "name": "Floor A", "rows": [{"name": "1", "seats": 4, "tier": "GOLD"}]},
+                {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 5, "tier": "GA"}}
+            ]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_standing_zone_lays_out_as_one_span_of_places() {
+        let map = mixed_map();
+        map.validate().unwrap();
+        let layout = SeatLayout::new(map);
+        assert_eq!(layout.len(), 9);
+        let zone = layout.zone_span(1).expect("FLOOR is a zone");
+        assert_eq!((zone.start, zone.seats, zone.price, zone.standing), (4, 5, 3500, true));
+        assert_eq!(layout.zone_span(0), None, "A is seated");
+        assert_eq!(layout.seat_at(4).to_string(), "FLOOR-GA-1");
+        assert_eq!(layout.seat_at(8).to_string(), "FLOOR-GA-5");
+        for i in 0..9 {
+            assert_eq!(layout.index_of(&layout.seat_at(i)), Some(i));
+        }
+        assert_eq!(layout.index_of(&"FLOOR-GA-6".parse().unwrap()), None);
+        assert_eq!(layout.index_of(&"FLOOR-1-1".parse().unwrap()), None);
+        assert_eq!(layout.tier_of(4).as_str(), "GA");
+        assert_eq!(layout.tier_of(0).as_str(), "GOLD");
+        assert!(!layout.row_of(0).standing);
+    }
+
+    #[test]
+    fn a_seated_section_serialises_as_before_and_a_zone_without_rows() {
+        let json = serde_json::to_value(small_map()).unwrap();
+        assert!(json["sections"][0].get("standing").is_none());
+        let zone = serde_json::to_value(mixed_map()).unwrap();
+        assert_eq!(
+            zone["sections"][1],
+            serde_json::json!({"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 5, "tier": "GA"}})
+        );
+    }
+
+    #[test]
+    fn invalid_zones_are_refused() {
+        let floor = SectionCode::parse("FLOOR").unwrap();
+        let mut map = mixed_map();
+        map.sections[1].rows = small_map().sections[0].rows.clone();
+        assert_eq!(map.validate(), Err(SeatMapError::RowsAndStanding(floor.clone())));
+        for (capacity, ok) in [
+            (0, false),
+            (1, true),
+            (MAX_ZONE_CAPACITY, true),
+            (MAX_ZONE_CAPACITY + 1, false),
+        ] {
+            let mut map = mixed_map();
+            map.sections[1].standing.as_mut().unwrap().capacity = capacity;
+            let expected = if ok {
+                Ok(())
+            } else {
+                Err(SeatMapError::BadCapacity(floor.clone()))
+            };
+            assert_eq!(map.validate(), expected, "capacity {capacity}");
+        }
+        let mut map = mixed_map();
+        map.sections[1].standing.as_mut().unwrap().tier = TierCode::parse("VIP").unwrap();
+        assert!(matches!(map.validate(), Err(SeatMapError::UnknownZoneTier(..))));
+        // Zones count towards the event's limit.
+        let mut map = mixed_map();
+        for n in 0..4 {
+            let mut zone = map.sections[1].clone();
+            zone.code = SectionCode::parse(&format!("Z{n}")).unwrap();
+            zone.standing.as_mut().unwrap().capacity = MAX_ZONE_CAPACITY;
+            map.sections.push(zone);
+        }
+        assert!(matches!(map.validate(), Err(SeatMapError::TooManySeats(200_009))));
     }
 }

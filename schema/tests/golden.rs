@@ -43,6 +43,20 @@ fn seat_map() -> SeatMap {
     .unwrap()
 }
 
+/// A mixed venue: one seated section and a standing zone.
+fn zone_seat_map() -> SeatMap {
+    serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "GOLD", "name": "Gold", "price": 12900},
+                  {"code": "GA", "name": "General admission", "price": 4900}],
+        "sections": [
+            {"code": "101", "name": "Lower 101", "rows": [
+                {"name": "A", "seats": 18, "tier": "GOLD"}]},
+            {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 5000, "tier": "GA"}}
+        ]
+    }))
+    .unwrap()
+}
+
 fn money(amount: i64) -> Money {
     Money {
         amount,
@@ -317,8 +331,52 @@ fn cases() -> Vec<(&'static str, Envelope)> {
         ),
     ]
     .into_iter()
+    .chain(zone_cases())
     .chain(queue_cases())
     .collect()
+}
+
+fn zone_cases() -> Vec<(&'static str, Envelope)> {
+    vec![
+        (
+            "event_scheduled_with_zone",
+            envelope(
+                21,
+                Event::EventScheduled(EventScheduled {
+                    event_id: EventId::from_uuid(uuid(4)),
+                    organizer: OrganizerId::parse("riverside-live").unwrap(),
+                    title: "Summer Sessions".into(),
+                    artist: "Fontaines D.C.".into(),
+                    aliases: vec![],
+                    venue: "Riverside Arena".into(),
+                    city: "Amsterdam".into(),
+                    tags: vec![],
+                    starts_at: Utc.with_ymd_and_hms(2026, 8, 20, 20, 0, 0).unwrap(),
+                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
+                    hold_minutes: HoldMinutes::new(10).unwrap(),
+                    max_seats_per_order: 6,
+                    max_seats_per_customer: None,
+                    allow_orphan_seats: false,
+                    currency: Currency::parse("EUR").unwrap(),
+                    seat_map: zone_seat_map(),
+                }),
+            ),
+        ),
+        (
+            "seats_reserved_from_zone",
+            envelope(
+                22,
+                Event::SeatsReserved(SeatsReserved {
+                    reservation_id: ReservationId::from_uuid(uuid(0x43)),
+                    customer: CustomerId::parse("carol").unwrap(),
+                    seats: seats(&["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"]),
+                    hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 22).unwrap(),
+                    amount: money(14700),
+                    admission_ticket: None,
+                }),
+            ),
+        ),
+    ]
 }
 
 fn queue_cases() -> Vec<(&'static str, Envelope)> {

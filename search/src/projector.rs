@@ -98,9 +98,11 @@ impl Tracked {
     }
 }
 
-/// The cheapest and dearest tier a row of the map uses.
+/// The cheapest and dearest tier a row or a standing zone of the map uses.
 fn price_range(map: &SeatMap) -> (i64, i64) {
-    let used: BTreeSet<_> = map.sections.iter().flat_map(|s| &s.rows).map(|r| &r.tier).collect();
+    let rows = map.sections.iter().flat_map(|s| &s.rows).map(|r| &r.tier);
+    let zones = map.sections.iter().filter_map(|s| s.standing.as_ref()).map(|z| &z.tier);
+    let used: BTreeSet<_> = rows.chain(zones).collect();
     let prices = map.tiers.iter().filter(|t| used.contains(&t.code)).map(|t| t.price);
     let (min, max) = prices.fold((i64::MAX, i64::MIN), |(lo, hi), p| (lo.min(p), hi.max(p)));
     if min > max { (0, 0) } else { (min, max) }
@@ -360,11 +362,8 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn seat_map_changes_reset_seats_and_prices_follow_used_tiers() {
-        let id = EventId::new();
-        let mut state = PartitionState::new(0, 1);
-        let scheduled = Event::EventScheduled(EventScheduled {
+    fn scheduled(id: EventId, seat_map: SeatMap) -> Event {
+        Event::EventScheduled(EventScheduled {
             event_id: id,
             organizer: OrganizerId::parse("acme").unwrap(),
             title: "Night".into(),
@@ -380,8 +379,52 @@ mod tests {
             max_seats_per_customer: None,
             allow_orphan_seats: false,
             currency: Currency::parse("EUR").unwrap(),
-            seat_map: map(&[(2, "VIP"), (3, "STD")]),
-        });
+            seat_map,
+        })
+    }
+
+    fn hold(seats: &[&str]) -> Event {
+        Event::SeatsReserved(SeatsReserved {
+            reservation_id: ReservationId::new(),
+            customer: CustomerId::parse("fan").unwrap(),
+            seats: seats.iter().map(|s| s.parse().unwrap()).collect(),
+            hold_until: Utc.with_ymd_and_hms(2027, 3, 1, 10, 10, 0).unwrap(),
+            amount: Money {
+                amount: 0,
+                currency: Currency::parse("EUR").unwrap(),
+            },
+            admission_ticket: None,
+        })
+    }
+
+    #[test]
+    fn standing_places_count_as_seats_left_and_their_tier_as_a_price() {
+        let id = EventId::new();
+        let mut state = PartitionState::new(0, 1);
+        let mut seat_map = map(&[(2, "STD")]);
+        seat_map.sections.push(
+            serde_json::from_value(serde_json::json!(
+                {"code": "FLOOR", "name": "Standing", "standing": {"capacity": 3, "tier": "VIP"}}
+            ))
+            .unwrap(),
+        );
+        state.apply(&[record(0, id, scheduled(id, seat_map))]);
+        let doc = state.doc(&id).unwrap();
+        assert_eq!((doc.seats_total, doc.seats_left), (5, 5));
+        assert_eq!((doc.price_min, doc.price_max), (3000, 25000), "the zone's tier is used");
+        state.apply(&[record(1, id, hold(&["A-1-1", "A-1-2"]))]);
+        let doc = state.doc(&id).unwrap();
+        assert_eq!((doc.seats_left, doc.sold_out), (3, false), "the floor still has places");
+        state.apply(&[record(2, id, hold(&["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"]))]);
+        let doc = state.doc(&id).unwrap();
+        assert_eq!((doc.seats_left, doc.sold_out), (0, true));
+    }
+
+    #[test]
+    fn seat_map_changes_reset_seats_and_prices_follow_used_tiers() {
+        let id = EventId::new();
+        let mut state = PartitionState::new(0, 1);
+        let scheduled = scheduled(id, map(&[(2, "VIP"), (3, "STD")]));
         let hold = Event::SeatsReserved(SeatsReserved {
             reservation_id: ReservationId::new(),
             customer: CustomerId::parse("fan").unwrap(),

@@ -357,3 +357,143 @@ pub fn state_letters(state: &EventState) -> BTreeMap<String, char> {
         })
         .collect()
 }
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// Reads a `text/event-stream` response frame by frame.
+pub struct SseReader {
+    res: reqwest::Response,
+    buf: String,
+}
+
+impl SseReader {
+    pub async fn open(app: &TestApp, path: &str, customer: Option<&str>, last_id: Option<&str>) -> Self {
+        let mut req = app.client.get(app.url(path));
+        if let Some(c) = customer {
+            req = req.bearer_auth(app.token(c));
+        }
+        if let Some(id) = last_id {
+            req = req.header("last-event-id", id);
+        }
+        let res = req.send().await.unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        assert_eq!(res.headers()["content-type"], "text/event-stream");
+        Self {
+            res,
+            buf: String::new(),
+        }
+    }
+
+    /// The next event (comments, e.g. heartbeats, skipped); `None` after `wait` without one.
+    pub async fn next(&mut self, wait: std::time::Duration) -> Option<Sse> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let frame: String = self.buf.drain(..end + 2).collect();
+                let mut sse = Sse {
+                    id: None,
+                    event: None,
+                    data: String::new(),
+                };
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        sse.id = Some(v.trim_start().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        sse.event = Some(v.trim_start().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        sse.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                if sse.event.is_some() || !sse.data.is_empty() {
+                    return Some(sse);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.res.chunk())
+                .await
+                .ok()?
+                .unwrap()?;
+            self.buf.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+/// Polls `GET /search` until `check` accepts the answer (the projector indexes asynchronously).
+pub async fn search_until(app: &TestApp, query: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        let res = app
+            .client
+            .get(app.url(&format!("/search?{query}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        last = res.json().await.unwrap();
+        if check(&last) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("search never satisfied the check; last answer: {last}");
+}
+
+/// A seat's (or place's) history from `GET /events/{id}/seats/{seat}/history`, polled until it
+/// has `entries` entries.
+pub async fn history_until(app: &TestApp, event: EventId, seat: &str, entries: usize) -> Value {
+    get_until(
+        app,
+        &format!("/events/{event}/seats/{seat}/history"),
+        ("x-api-key", ORGANIZER_KEY),
+        |v| v["history"].as_array().is_some_and(|h| h.len() == entries),
+    )
+    .await
+}
+
+/// The kinds of a seat history's entries, in order (`held`, `booked`, `expired`, ...).
+pub fn history_kinds(history: &Value) -> Vec<&str> {
+    history["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap())
+        .collect()
+}
+
+/// Runs the real `frontrow analytics ARGS` on the app's data directory; fails on a non-zero exit.
+pub fn analytics_cli(app: &TestApp, args: &[&str]) -> std::process::Output {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
+        .arg("--data-dir")
+        .arg(app.dir.path())
+        .arg("analytics")
+        .args(args)
+        .env("FRONTROW_PARTITIONS", "4")
+        .env("FRONTROW_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "frontrow analytics {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A mixed venue's seat map: section `A`, one row of `seats` seats at 80.00, and `FLOOR`, a
+/// standing zone of `capacity` places at 30.00.
+pub fn mixed_seat_map(seats: u16, capacity: u32) -> Value {
+    json!({
+        "tiers": [{"code": "SEAT", "name": "Seated", "price": 8000},
+                  {"code": "GA", "name": "General admission", "price": 3000}],
+        "sections": [
+            {"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": seats, "tier": "SEAT"}]},
+            {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": capacity, "tier": "GA"}}
+        ]
+    })
+}

@@ -55,6 +55,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("pages/event.js", JS),
     asset!("pages/hold.js", JS),
     asset!("pages/queue.js", JS),
+    asset!("pages/zones.js", JS),
     asset!("pages/me.js", JS),
 ];
 

@@ -244,6 +244,13 @@ fn rejection(r: Rejection) -> Problem {
             Problem::unprocessable("accessible-too-few", detail).with("min_seats", crate::domain::MIN_ACCESSIBLE_SEATS)
         }
         Rejection::NoAccessibleSeats { .. } => Problem::conflict("no-accessible-seats", detail),
+        Rejection::UnknownZone(_) => Problem::unprocessable("unknown-zone", detail),
+        Rejection::NotAZone(_) => Problem::unprocessable("not-a-zone", detail),
+        Rejection::StandingZone(_) => Problem::unprocessable("standing-zone", detail),
+        Rejection::ZoneSoldOut(_) => Problem::conflict("zone-sold-out", detail).with("available", 0),
+        Rejection::NotEnoughPlaces { available, .. } => {
+            Problem::conflict("not-enough-places", detail).with("available", available)
+        }
         Rejection::IdempotencyKeyReused => Problem::unprocessable("idempotency-key-reused", detail),
         Rejection::AlreadyBooked => Problem::conflict("already-booked", detail),
         Rejection::NotBooked(_) => Problem::conflict("not-booked", detail),

@@ -28,7 +28,8 @@ pub(super) fn routes() -> Router<CommandState> {
         .route("/events/{event_id}/reservations/{reservation_id}/cancel", post(cancel))
 }
 
-/// Which seats to hold: either `seats` or `best_available`.
+/// Which seats to hold: `seats`, `best_available`, or `zone` with `count` (places of a standing
+/// zone).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReserveRequest {
@@ -37,6 +38,12 @@ pub struct ReserveRequest {
     pub seats: Option<Vec<SeatId>>,
     /// Or the best adjacent seats in a section.
     pub best_available: Option<BestAvailable>,
+    /// Or places of a standing (general admission) zone: any `count` free places of it.
+    #[schema(value_type = Option<String>, example = "FLOOR")]
+    pub zone: Option<SectionCode>,
+    /// How many places of `zone` (only with `zone`).
+    #[schema(example = 4)]
+    pub count: Option<u8>,
     /// For an event with a waiting room: the admission token (or send it in the
     /// `FrontRow-Admission` header).
     pub admission_token: Option<String>,
@@ -90,12 +97,16 @@ frontrow_http::problems! {
           Cause::new(409, "`seats-unavailable` (`seats` lists them), `no-adjacent-seats`, `orphan-seat` (the \
               selection would leave a single free seat alone in its row, `seats` lists it, while another \
               selection of as many seats in that row would not; the event's no-orphan rule), `no-accessible-seats` \
-              (no free wheelchair space with its companion seat in a block of `count`), `not-on-sale` \
+              (no free wheelchair space with its companion seat in a block of `count`), `zone-sold-out`, \
+              `not-enough-places` (`available` says how many places the zone has left), `not-on-sale` \
               (`onsale_at` says when), `sales-closed`, `admission-spent`, `admission-in-use` \
               (`reservation_id` names the hold), or `customer-limit` (the customer's seat limit for the \
               event, `max_seats_per_customer`, is reached; `seats_held_or_booked` says how many they have)"),
-          Cause::new(422, "`bad-selection` (neither or both of `seats` and `best_available`), \
-              `bad-seat-count` (`max_seats`), `accessible-too-few` (`accessible` with fewer than `min_seats`), `duplicate-seat`, `unknown-seats`, `unknown-section`, \
+          Cause::new(422, "`bad-selection` (not exactly one of `seats`, `best_available`, `zone` + `count`), \
+              `bad-seat-count` (`max_seats`), `accessible-too-few` (`accessible` with fewer than `min_seats`), \
+              `duplicate-seat`, `unknown-seats`, `unknown-section`, \
+              `unknown-zone`, `not-a-zone` (`zone` names a seated section), `standing-zone` (seat ids or \
+              `best_available` in a standing zone: reserve a `count` from it), \
               `idempotency-key-reused` (the key was used for a different request), `amount-too-large` (the \
               seats' total does not fit the money type)")]];
     /// What reading a reservation refuses with.
@@ -145,9 +156,9 @@ pub(super) async fn reserve(
 ) -> Result<impl IntoResponse, Problem> {
     let key = idempotency_key(&headers)?
         .ok_or_else(|| Problem::bad_request("idempotency-key-required", "reserving needs an Idempotency-Key header"))?;
-    let selection = match (body.seats, body.best_available) {
-        (Some(seats), None) => SeatSelection::Explicit(seats),
-        (None, Some(best)) if best.accessible || best.aisle => SeatSelection::BestWith {
+    let selection = match (body.seats, body.best_available, body.zone, body.count) {
+        (Some(seats), None, None, None) => SeatSelection::Explicit(seats),
+        (None, Some(best), None, None) if best.accessible || best.aisle => SeatSelection::BestWith {
             section: best.section,
             count: best.count,
             needs: SeatNeeds {
@@ -155,14 +166,16 @@ pub(super) async fn reserve(
                 aisle: best.aisle,
             },
         },
-        (None, Some(best)) => SeatSelection::BestAvailable {
+        (None, Some(best), None, None) => SeatSelection::BestAvailable {
             section: best.section,
             count: best.count,
         },
+        (None, None, Some(zone), Some(count)) => SeatSelection::Zone { zone, count },
         _ => {
             return Err(Problem::unprocessable(
                 "bad-selection",
-                "give either `seats` (a list of seat ids) or `best_available` ({section, count})",
+                "give exactly one of `seats` (a list of seat ids), `best_available` ({section, count}), \
+                 or `zone` with `count` (places of a standing zone)",
             ));
         }
     };

@@ -9,11 +9,12 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use frontrow_schema::*;
 
-use super::orphans;
 use super::attributes::{MIN_ACCESSIBLE_SEATS, SeatNeeds, best_with};
+use super::orphans;
 use super::queue::{QueueState, TicketStatus};
 use super::state::{EventState, ReservationStatus, SeatState};
 use super::withheld::{MAX_LABEL, MAX_SEATS_PER_WITHHOLD, return_withheld, withhold};
+use super::zones;
 
 /// Longest free text (title, artist, venue, city).
 pub const MAX_TEXT: usize = 200;
@@ -43,13 +44,17 @@ pub enum SeatSelection {
         count: u8,
         needs: SeatNeeds,
     },
+    /// Any `count` free places of a standing zone (see `zones`).
+    Zone { zone: SectionCode, count: u8 },
 }
 
 impl SeatSelection {
     fn count(&self) -> usize {
         match self {
             SeatSelection::Explicit(seats) => seats.len(),
-            SeatSelection::BestAvailable { count, .. } | SeatSelection::BestWith { count, .. } => usize::from(*count),
+            SeatSelection::BestAvailable { count, .. }
+            | SeatSelection::BestWith { count, .. }
+            | SeatSelection::Zone { count, .. } => usize::from(*count),
         }
     }
 }
@@ -176,6 +181,20 @@ pub enum Rejection {
         "section {section} has no {count} adjacent free seats with a wheelchair space and a companion seat next to it"
     )]
     NoAccessibleSeats { section: SectionCode, count: u8 },
+    #[error("there is no standing zone {0} at this event")]
+    UnknownZone(SectionCode),
+    #[error("section {0} is seated, not a standing zone: choose seats or best_available")]
+    NotAZone(SectionCode),
+    #[error("section {0} is a standing zone: reserve a count of places from it with zone and count")]
+    StandingZone(SectionCode),
+    #[error("standing zone {0} is sold out")]
+    ZoneSoldOut(SectionCode),
+    #[error("standing zone {zone} has {available} places left, not {asked}")]
+    NotEnoughPlaces {
+        zone: SectionCode,
+        asked: u8,
+        available: u32,
+    },
     #[error("this Idempotency-Key was already used for a different request")]
     IdempotencyKeyReused,
     #[error("the reservation is booked; cancel it instead of releasing it")]
@@ -396,6 +415,7 @@ fn reserve(
                         .iter()
                         .all(|&i| state.layout.section_index(section) == Some(state.layout.row_of(i).section as usize))
             }
+            SeatSelection::Zone { zone, count } => zones::same_request(state, r, zone, *count),
         };
         return if same {
             Ok(vec![])
@@ -426,6 +446,7 @@ fn reserve(
     {
         return Err(Rejection::AdmissionInUse(held));
     }
+    zones::check_selection(state, selection)?;
     let seats: Vec<u32> = match selection {
         SeatSelection::Explicit(ids) => {
             let seats = explicit_seats(state, ids)?;
@@ -439,6 +460,7 @@ fn reserve(
         }
         SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
         SeatSelection::BestWith { section, count, needs } => best_with(state, section, *count, *needs)?,
+        SeatSelection::Zone { zone, count } => zones::take(state, zone, *count)?,
     };
     // Prices are bounded since they are validated; an event recorded before that may still
     // carry prices whose sum does not fit.

@@ -11,6 +11,7 @@ mod orphans;
 pub mod queue;
 mod state;
 mod withheld;
+mod zones;
 
 pub use attributes::{MIN_ACCESSIBLE_SEATS, SeatNeeds};
 pub use decide::{
@@ -37,10 +38,12 @@ pub fn apply(state: &mut Option<EventState>, event: &Event, idempotency_key: Opt
 }
 
 #[cfg(test)]
-mod orphan_tests;
-#[cfg(test)]
 mod attribute_tests;
+#[cfg(test)]
+mod orphan_tests;
 #[cfg(test)]
 mod queue_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zone_tests;

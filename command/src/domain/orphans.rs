@@ -60,9 +60,16 @@ pub fn sellable(state: &EventState) -> OrderSizes {
     if state.counts.available > 0 {
         'scan: for section in 0..state.layout.section_count() {
             for row in state.layout.section_rows(section) {
-                // A standing zone's span takes any order up to its free places: that is the one
-                // branch general admission adds here.
-                let longest = free_runs(row_seats(state, row)).map(|(_, n)| n).max().unwrap_or(0);
+                // A standing zone's places need no adjacency: it takes any order up to its free
+                // places.
+                let longest = if row.standing {
+                    row_seats(state, row)
+                        .iter()
+                        .filter(|&&s| s == SeatState::Available)
+                        .count() as u32
+                } else {
+                    free_runs(row_seats(state, row)).map(|(_, n)| n).max().unwrap_or(0)
+                };
                 largest = largest.max(longest.min(most));
                 if largest == most {
                     break 'scan;

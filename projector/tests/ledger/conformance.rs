@@ -53,6 +53,7 @@ pub async fn projects_a_generated_log(h: &dyn Harness) {
     // The generated log has organizer holds in it (seeded, so always the same log).
     assert!(g.states().any(|s| s.counts.withheld > 0), "no seat is withheld");
     let mut kinds = BTreeMap::<&str, usize>::new();
+    let mut zone_booked = 0;
     for state in g.states() {
         let sales = ledger
             .event_sales(state.event_id())
@@ -75,6 +76,19 @@ pub async fn projects_a_generated_log(h: &dyn Harness) {
         for line in &sales.lines {
             assert_eq!(line.revenue, line.booked_value, "revenue of section {:?}", line.section);
         }
+        // The standing zone's places are counted like seats, in a line of their own.
+        let zone = state.layout.zone_span(3).expect("FLOOR is a standing zone");
+        let places = &state.seats[zone.start as usize..(zone.start + u32::from(zone.seats)) as usize];
+        let floor: Vec<_> = sales
+            .lines
+            .iter()
+            .filter(|l| l.section.as_deref() == Some("FLOOR"))
+            .collect();
+        assert_eq!(floor.iter().map(|l| l.seats).sum::<i64>(), 30);
+        let booked_now = places.iter().filter(|s| matches!(s, SeatState::Booked(_))).count() as i64;
+        assert_eq!(floor.iter().map(|l| l.booked_now).sum::<i64>(), booked_now);
+        assert!(floor.iter().all(|l| l.tier.as_deref() == Some("GA")), "{floor:?}");
+        zone_booked += booked_now;
         for r in state.reservations.values() {
             let k = match r.status {
                 ReservationStatus::Held => "held",
@@ -102,6 +116,7 @@ pub async fn projects_a_generated_log(h: &dyn Harness) {
             assert!(h.history.windows(2).all(|w| w[0].sequence < w[1].sequence));
         }
     }
+    assert!(zone_booked > 0, "the generated log books standing places");
     // The generated log exercises every outcome.
     for k in ["held", "booked", "expired", "refunded", "released"] {
         assert!(

@@ -2,7 +2,8 @@
 //! `apply`, wrapped in envelopes and appended to a journal, as the partition writers do.
 //!
 //! Fans hold seats (named or best available), pay on time or late, pay the wrong amount or
-//! twice, have payments fail, let holds go, let them expire, and cancel bookings.
+//! twice, have payments fail, let holds go, let them expire, and cancel bookings. The venue is
+//! mixed: three seated sections and a standing zone (`FLOOR`) that fans reserve counts from.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ fn map(rows: u16, seats: u16) -> SeatMap {
         code: SectionCode::parse(code).unwrap(),
         name: format!("Section {code}"),
         rows: (1..=rows).map(|r| row(&r.to_string(), tier)).collect(),
+        standing: None,
     };
     SeatMap {
         tiers: vec![
@@ -54,8 +56,26 @@ fn map(rows: u16, seats: u16) -> SeatMap {
                 name: "Standard".into(),
                 price: 4500,
             },
+            PriceTier {
+                code: TierCode::parse("GA").unwrap(),
+                name: "General admission".into(),
+                price: 3000,
+            },
         ],
-        sections: vec![section("A", "GOLD"), section("B", "STD"), section("C", "STD")],
+        sections: vec![
+            section("A", "GOLD"),
+            section("B", "STD"),
+            section("C", "STD"),
+            Section {
+                code: SectionCode::parse("FLOOR").unwrap(),
+                name: "Standing floor".into(),
+                rows: vec![],
+                standing: Some(Standing {
+                    capacity: 30,
+                    tier: TierCode::parse("GA").unwrap(),
+                }),
+            },
+        ],
     }
 }
 
@@ -187,8 +207,10 @@ impl Generator {
             let command = match roll {
                 0..=44 => {
                     let selection = if self.rng.random_bool(0.5) {
+                        // Seat ids are for seats; places of the zone are reserved by count.
                         let free: Vec<u32> = (0..state.seats.len() as u32)
                             .filter(|&i| state.seats[i as usize] == SeatState::Available)
+                            .filter(|&i| !state.layout.row_of(i).standing)
                             .collect();
                         if free.is_empty() {
                             continue;
@@ -202,10 +224,15 @@ impl Generator {
                                 .collect(),
                         )
                     } else {
-                        let section = ["A", "B", "C"][self.rng.random_range(0..3)];
-                        SeatSelection::BestAvailable {
-                            section: SectionCode::parse(section).unwrap(),
-                            count: self.rng.random_range(1..=4),
+                        let section = ["A", "B", "C", "FLOOR"][self.rng.random_range(0..4)];
+                        let (section, count) = (SectionCode::parse(section).unwrap(), self.rng.random_range(1..=4));
+                        match state
+                            .layout
+                            .section_index(&section)
+                            .and_then(|s| state.layout.zone_span(s))
+                        {
+                            Some(_) => SeatSelection::Zone { zone: section, count },
+                            None => SeatSelection::BestAvailable { section, count },
                         }
                     };
                     Command::Reserve {

@@ -38,6 +38,8 @@ export function roughly(seconds) {
 /** A seat id "101-C-7" as words. */
 export function seatName(seatId) {
   const [section, row, number] = splitSeat(seatId);
+  // A standing zone's places are `ZONE-GA-N` (see the README's general admission).
+  if (row === 'GA') return `${section} standing, place ${number}`;
   return `Section ${section}, row ${row}, seat ${number}`;
 }
 

@@ -7,6 +7,7 @@ import { mountLayout, showMessage, showProblem } from '../lib/layout.js';
 import { SeatMap, TIER_COLOURS } from '../lib/seatmap.js';
 import { createCheckout } from './hold.js';
 import { createQueue } from './queue.js';
+import { createZones, seated } from './zones.js';
 
 const $ = (id) => document.getElementById(id);
 const eventId = decodeURIComponent(location.pathname.split('/')[2] ?? '');
@@ -17,6 +18,7 @@ let position = null;
 let map = null;
 let checkout = null;
 let queue = null;
+let zones = null;
 let stream = null;
 let sectionsDirty = false;
 
@@ -29,6 +31,7 @@ window.frontrowMap = {
   seatCenter: (seatId) => map?.seatCenter(seatId) ?? null,
   position: () => position,
   deltasApplied: () => deltas,
+  zone: (code) => zones?.counts(code) ?? null,
 };
 
 function renderDetails(d) {
@@ -95,11 +98,17 @@ function openStream(from) {
     map.apply(change.seats, change.status, `delta-painted-${deltas}`, position);
     scheduleSectionCounts();
   });
+  stream.addEventListener('zone', (e) => {
+    // A standing zone's counts now (a state): the places of the `seat` event before it are not
+    // drawn one by one.
+    zones?.update(JSON.parse(e.data));
+  });
   stream.addEventListener('snapshot', (e) => {
     // Too far behind to replay: the server sent the whole map.
     const availability = JSON.parse(e.data);
     position = e.lastEventId;
-    map.load(availability);
+    map.load(seated(availability));
+    zones?.load(availability);
     updateSectionCounts();
   });
   stream.addEventListener('reset', async () => {
@@ -141,7 +150,9 @@ async function loadMap() {
     map.tiers = details.seat_map.tiers;
     map.tierIndex = new Map(details.seat_map.tiers.map((t, i) => [t.code, i]));
   }
-  map.load(availability);
+  map.load(seated(availability));
+  zones ??= createZones({ details, reserve: (body) => checkout?.reserve(body) });
+  zones.load(availability);
   position = availability.position;
   renderSections(details);
   openStream(availability.position);

@@ -90,7 +90,7 @@ export function createCheckout({ eventId, details, map, admission }) {
     const headers = { 'Idempotency-Key': pending.key };
     const token = admission();
     if (token) headers['FrontRow-Admission'] = token;
-    const buttons = [$('hold-button'), $('best-button')];
+    const buttons = [$('hold-button'), $('best-button'), ...document.querySelectorAll('.zone-hold')];
     buttons.forEach((b) => { b.disabled = true; });
     for (const id of body.seats ?? []) inFlight.add(id);
     try {
@@ -107,6 +107,8 @@ export function createCheckout({ eventId, details, map, admission }) {
         map.apply(e.problem.seats, 'held');
         const words = e.problem.seats.map(seatName).join('; ');
         showMessage(`Sorry — someone else just took ${words}. Please pick other seats.`, { problem: e.name });
+      } else if (e instanceof ApiError && e.name === 'not-enough-places' && Number.isInteger(e.problem.available)) {
+        showMessage(`Only ${e.problem.available} standing places are left there: ask for that many or fewer.`, { problem: e.name });
       } else if (e instanceof ApiError && e.name === 'bad-seat-count' && e.problem.max_seats) {
         showMessage(`You can hold up to ${e.problem.max_seats} seats in one order.`, { problem: e.name });
       } else if (e instanceof ApiError && e.name === 'not-on-sale' && e.problem.onsale_at) {
@@ -205,5 +207,5 @@ export function createCheckout({ eventId, details, map, admission }) {
   $('best-count').value = String(Math.min(2, details.max_seats_per_order));
   refreshSelection();
 
-  return { refreshSelection, restore, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
+  return { reserve, refreshSelection, restore, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
 }

@@ -1,0 +1,91 @@
+//! General admission in the browser: a standing zone shows as a block with its free places,
+//! a fan holds a count of places from it and pays, and the block follows other fans' holds
+//! live through the seat stream's `zone` events.
+
+use chrono::Duration;
+use frontrow_browser::Viewport;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const ZONE: &str = ".zone[data-zone=\"FLOOR\"]";
+
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() -> anyhow::Result<()> {
+    let scene = Scene::start().await?;
+    let app = &scene.app;
+    let mut body = app.event_body(Duration::minutes(-1));
+    body["seat_map"] = crate::common::mixed_seat_map(6, 50);
+    let event = create_event(app, &body).await?;
+    let zone = |who: &'static str, count: u8| async move {
+        let key = uuid::Uuid::new_v4().to_string();
+        let res = app
+            .reserve(who, event, &key, json!({"zone": "FLOOR", "count": count}))
+            .await;
+        anyhow::ensure!(res.status() == 201, "reserving from the zone: {}", res.status());
+        res.json::<Value>().await.map_err(anyhow::Error::from)
+    };
+    zone("bob", 3).await?;
+
+    let b = scene.fan("alice", Viewport::DESKTOP).await?;
+    scene.open_event(&b, event).await?;
+    b.wait_for_text(&format!("{ZONE} .zone-available"), "47 of 50 places left", WAIT)
+        .await?;
+    b.screenshot("zones-1-block").await?;
+
+    // Three places: replace the picker's value with real keys, then hold.
+    b.type_into(&format!("{ZONE} .zone-count"), "\u{E003}3").await?;
+    b.click(&format!("{ZONE} .zone-hold")).await?;
+    b.wait_for("#hold-panel:not([hidden])", WAIT).await?;
+    let held = b.wait_for_text("#hold-seats", "FLOOR standing, place 6", WAIT).await?;
+    b.check(
+        "zones-held-places",
+        held.contains("place 4") && held.contains("place 5"),
+        format!("held places: {held:?}"),
+    )
+    .await?;
+    b.wait_for_text("#hold-total", "90", WAIT).await?;
+    // The block heard of the hold through the stream.
+    b.wait_for_text(&format!("{ZONE} .zone-available"), "44 of 50", WAIT)
+        .await?;
+    b.screenshot("zones-2-held").await?;
+
+    // Another fan's hold shows up live.
+    zone("carol", 2).await?;
+    b.wait_for_text(&format!("{ZONE} .zone-available"), "42 of 50", WAIT)
+        .await?;
+    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
+    b.check(
+        "zones-counts",
+        counts["held"] == 8 && counts["available"] == 42,
+        format!("the page's zone counts: {counts}"),
+    )
+    .await?;
+
+    b.click("#pay-button").await?;
+    b.wait_for("#confirmation:not([hidden])", WAIT).await?;
+    let booking = b.text("#booking-id").await?;
+    let reservation = scene
+        .api_as(&b, &format!("/events/{event}/reservations/{}", booking.trim()))
+        .await?;
+    b.check(
+        "zones-booked",
+        reservation["status"] == "booked" && reservation["seats"].as_array().is_some_and(|s| s.len() == 3),
+        format!("the reservation is {reservation}"),
+    )
+    .await?;
+    b.wait_for_text(&format!("{ZONE} .zone-available"), "42 of 50", WAIT)
+        .await?;
+    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
+    b.check(
+        "zones-booked-counts",
+        counts["booked"] == 3 && counts["held"] == 5,
+        format!("after paying, the page's zone counts: {counts}"),
+    )
+    .await?;
+    b.screenshot("zones-3-booked").await?;
+    b.close().await?;
+    scene.stop().await;
+    Ok(())
+}

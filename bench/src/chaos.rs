@@ -150,12 +150,7 @@ impl Node {
             .append(true)
             .open(&self.log)
             .with_context(|| format!("opening {}", self.log.display()))?;
-        let mut command = Command::new(binary);
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("FRONTROW_") {
-                command.env_remove(&key);
-            }
-        }
+        let mut command = crate::child::clean_command(binary);
         command
             .env(
                 "FRONTROW_LOG",
@@ -497,6 +492,7 @@ async fn schedule(
     let mut rng = StdRng::seed_from_u64(config.seed);
     let mut faults = Vec::new();
     let mut kinds = Vec::new();
+    let (first_node, first_broker) = (rng.random_range(0..COMMAND_NODES), rng.random_range(0..3usize));
     loop {
         // The kinds come in rounds of all three, each round in a seeded order: any two faults
         // in a row differ, and a run of three faults has every kind.
@@ -507,8 +503,9 @@ async fn schedule(
         let wait = Duration::from_millis(rng.random_range(10_000..=20_000));
         let hold = Duration::from_millis(rng.random_range(2_000..=6_000));
         let kind = kinds.pop().expect("a round of kinds");
-        let node = rng.random_range(0..COMMAND_NODES);
-        let broker = rng.random_range(1..=3u32);
+        // Targets take turns from a seeded start, so every node and broker gets its faults.
+        let node = (first_node + faults.len()) % COMMAND_NODES;
+        let broker = ((first_broker + faults.len()) % 3) as u32 + 1;
         if Instant::now() + wait + hold > until {
             break;
         }

@@ -108,11 +108,16 @@ impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
             metrics::counter!("frontrow_rebalances_total", "kind" => "revoke").increment(1);
-            for e in tpl.elements() {
-                let partition = e.partition() as u32;
-                info!(partition, "partition revoked; draining its writer");
-                self.runtime.block_on(self.writers.release(partition));
+            // All at once: the group's rebalance (every partition's next owner) waits for this.
+            let partitions: Vec<u32> = tpl.elements().iter().map(|e| e.partition() as u32).collect();
+            info!(?partitions, "partitions revoked; draining their writers");
+            let mut drains = tokio::task::JoinSet::new();
+            for &partition in &partitions {
+                let writers = self.writers.clone();
+                drains.spawn_on(async move { writers.release(partition).await }, &self.runtime);
             }
+            self.runtime
+                .block_on(async { while drains.join_next().await.is_some() {} });
         }
     }
 

@@ -149,6 +149,8 @@ async fn open_journal_backend(settings: &Settings) -> anyhow::Result<Arc<dyn Jou
         anyhow::ensure!(!brokers.is_empty(), "kafka:// needs at least one broker address");
         let kafka = KafkaSettings {
             topic,
+            replication: settings.kafka.replication,
+            min_insync_replicas: settings.kafka.min_insync_replicas,
             ..KafkaSettings::new(brokers.clone(), settings.partitions)
         };
         let journal = KafkaJournal::connect(kafka)
@@ -286,7 +288,9 @@ impl App {
                     group: format!("frontrow-command.{topic}"),
                     topic,
                     node_url: node_url.trim_end_matches('/').to_owned(),
-                    session_timeout: std::time::Duration::from_secs(6),
+                    session_timeout: std::time::Duration::from_millis(settings.kafka.session_timeout_ms),
+                    heartbeat_interval: std::time::Duration::from_millis(settings.kafka.heartbeat_interval_ms),
+                    replication: settings.kafka.replication,
                 };
                 let membership = ownership::join(ownership, writers.clone())
                     .await

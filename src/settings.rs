@@ -75,6 +75,35 @@ pub struct Settings {
     pub metrics: bool,
     /// OpenTelemetry trace export (`[telemetry]`, `FRONTROW_TELEMETRY__*`); off by default.
     pub telemetry: crate::telemetry::Telemetry,
+    /// The Kafka journal's replication and the command group's failover (`[kafka]`,
+    /// `FRONTROW_KAFKA__*`).
+    pub kafka: KafkaOptions,
+}
+
+/// How FrontRow uses a Kafka cluster. Appends always use `acks=all` with an idempotent,
+/// transactional producer (transactions require both), so neither is a setting.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KafkaOptions {
+    /// Replicas of each topic FrontRow creates; unset: one per broker, at most 3.
+    pub replication: Option<i32>,
+    /// `min.insync.replicas` of the events topic; unset: 2 when replicated, else 1.
+    pub min_insync_replicas: Option<i32>,
+    /// Milliseconds a command node may be silent before its partitions move to another node.
+    pub session_timeout_ms: u64,
+    /// Milliseconds between a command node's heartbeats (at most a third of the session).
+    pub heartbeat_interval_ms: u64,
+}
+
+impl Default for KafkaOptions {
+    fn default() -> Self {
+        Self {
+            replication: None,
+            min_insync_replicas: None,
+            session_timeout_ms: 1500,
+            heartbeat_interval_ms: 250,
+        }
+    }
 }
 
 fn hide<S: serde::Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
@@ -121,6 +150,7 @@ impl Default for Settings {
             limits: frontrow_http::limits::Limits::default(),
             metrics: true,
             telemetry: crate::telemetry::Telemetry::default(),
+            kafka: KafkaOptions::default(),
         }
     }
 }
@@ -152,6 +182,7 @@ const KEYS: &[&str] = &[
     "limits",
     "metrics",
     "telemetry",
+    "kafka",
 ];
 
 impl Settings {
@@ -209,9 +240,12 @@ mod tests {
         figment::Jail::expect_with(|jail| {
             jail.set_env("FRONTROW_SERVICES_DIR", "/somewhere");
             jail.set_env("FRONTROW_KAFKA_PORT", "9999");
+            jail.set_env("FRONTROW_KAFKA_BROKERS", "127.0.0.1:9999");
             jail.set_env("FRONTROW_PARTITIONS", "3");
+            jail.set_env("FRONTROW_KAFKA__REPLICATION", "3");
             let s = Settings::load(None).map_err(|e| e.to_string())?;
             assert_eq!(s.partitions, 3);
+            assert_eq!(s.kafka.replication, Some(3));
             Ok(())
         });
     }

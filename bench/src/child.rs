@@ -88,14 +88,7 @@ impl ChildFrontRow {
             ),
         )
         .context("writing the child's settings")?;
-        let mut command = Command::new(binary);
-        // The harness's own FRONTROW_* settings must not reach the server under test (a
-        // FRONTROW_JOURNAL=kafka://… would change what is measured); its log filter may.
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("FRONTROW_") {
-                command.env_remove(&key);
-            }
-        }
+        let mut command = clean_command(binary);
         command
             .env(
                 "FRONTROW_LOG",
@@ -197,6 +190,18 @@ impl ChildFrontRow {
         };
         frontrow::app::open_journal(&settings).await
     }
+}
+
+/// A command running `binary` without the harness's own `FRONTROW_*` variables: they must not
+/// reach the server under test (a `FRONTROW_JOURNAL=kafka://…` would change what is measured).
+pub fn clean_command(binary: &Path) -> Command {
+    let mut command = Command::new(binary);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("FRONTROW_") {
+            command.env_remove(&key);
+        }
+    }
+    command
 }
 
 /// A `KiB` field of `/proc/<pid>/status`.

@@ -71,15 +71,7 @@ impl FrontRow {
 
     /// Every event's state replayed from the journal through the domain's `apply`.
     pub async fn replay(&self) -> anyhow::Result<HashMap<EventId, EventState>> {
-        let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
-        for p in 0..self.journal.partitions() {
-            for r in frontrow_journal::conformance::read_all(self.journal.as_ref(), p).await {
-                let env = decode(&r.value).context("decoding a journal record")?;
-                let state = states.entry(env.event_id).or_default();
-                domain::apply(state, &env.event, env.idempotency_key.as_deref());
-            }
-        }
-        Ok(states.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
+        replay_journal(self.journal.as_ref()).await
     }
 
     /// Waits until the serving ledger has applied the whole journal.
@@ -117,6 +109,34 @@ impl FrontRow {
     pub async fn stop(self) -> anyhow::Result<()> {
         self.served.stop().await
     }
+}
+
+/// Every event's state in `journal`, replayed through the domain's `apply`.
+pub async fn replay_journal(journal: &dyn Journal) -> anyhow::Result<HashMap<EventId, EventState>> {
+    let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
+    for p in 0..journal.partitions() {
+        let end = journal.end_offset(p).await?;
+        let mut from = 0;
+        // Kafka shows a transaction's records only once it is committed or aborted.
+        let mut progress = std::time::Instant::now();
+        while from < end {
+            let batch = journal.read(p, from, 1000).await?;
+            if batch.next > from {
+                progress = std::time::Instant::now();
+            }
+            anyhow::ensure!(
+                progress.elapsed() < Duration::from_secs(60),
+                "partition {p} does not read past offset {from} (end {end})"
+            );
+            from = batch.next.max(from);
+            for r in batch.records {
+                let env = decode(&r.value).context("decoding a journal record")?;
+                let state = states.entry(env.event_id).or_default();
+                domain::apply(state, &env.event, env.idempotency_key.as_deref());
+            }
+        }
+    }
+    Ok(states.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
 }
 
 /// The status letter of each seat in a replayed state.

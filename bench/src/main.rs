@@ -53,8 +53,40 @@ struct Common {
     in_process: bool,
 }
 
+#[derive(clap::Args)]
+struct Chaos {
+    /// Seeds the fault schedule and the fans' choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Seconds of load (and faults).
+    #[arg(long, default_value_t = 600)]
+    duration: u64,
+    /// Fans reserving and paying at once.
+    #[arg(long, default_value_t = 8)]
+    fans: usize,
+    /// The `frontrow` binary the nodes run (default: beside this executable).
+    #[arg(long)]
+    frontrow_bin: Option<PathBuf>,
+    /// PostgreSQL for the ledger (loopback only).
+    #[arg(
+        long,
+        env = "FRONTROW_BENCH_DATABASE_URL",
+        default_value = "postgres://frontrow:frontrow@127.0.0.1:5432/frontrow"
+    )]
+    database_url: String,
+    /// The Kafka cluster (`deploy/local/up.sh kafka-cluster`).
+    #[arg(long, default_value = frontrow_bench::chaos::CLUSTER_BROKERS)]
+    brokers: String,
+    /// Where the nodes' logs go (`<out>/chaos-<seed>/`).
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// The chaos run: 3 command nodes behind HAProxy, a query node, a projector, 3 brokers,
+    /// fans reserving and paying while a seeded schedule kills and pauses things.
+    Chaos(Chaos),
     /// The full run (a few minutes).
     Run(Common),
     /// A few seconds with small counts: keeps the harness working.
@@ -73,6 +105,7 @@ async fn main() -> anyhow::Result<()> {
     let (mut config, common, full) = match Cli::parse().command {
         Cmd::Run(c) => (Config::full(), c, true),
         Cmd::Smoke(c) => (Config::smoke(), c, false),
+        Cmd::Chaos(c) => return chaos(c).await,
     };
     config.database_url = common.database_url;
     config.redis_url = common.redis_url;
@@ -126,5 +159,26 @@ async fn main() -> anyhow::Result<()> {
         results.ledger_equals_log != Some(false),
         "the ledger does not equal the log"
     );
+    Ok(())
+}
+
+async fn chaos(args: Chaos) -> anyhow::Result<()> {
+    let config = frontrow_bench::chaos::ChaosConfig {
+        seed: args.seed,
+        duration: std::time::Duration::from_secs(args.duration),
+        fans: args.fans.max(1),
+        frontrow_bin: match args.frontrow_bin {
+            Some(bin) => bin,
+            None => frontrow_bench::child::default_binary()?,
+        },
+        database_url: args.database_url,
+        brokers: args.brokers,
+        deploy_dir: frontrow_bench::chaos::deploy_dir(),
+        out_dir: args.out,
+    };
+    let report = frontrow_bench::chaos::run(&config).await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    println!("{}", report.summary());
+    anyhow::ensure!(report.passed(), "the chaos run found a loss or a disagreement");
     Ok(())
 }

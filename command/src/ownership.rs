@@ -23,6 +23,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::runtime::Handle;
 use tracing::{info, warn};
@@ -38,9 +39,21 @@ pub struct OwnershipSettings {
     pub group: String,
     /// This node's base URL, where other nodes forward requests for its partitions.
     pub node_url: String,
-    /// How long a silent node keeps its partitions before the group moves them.
+    /// How long a silent node keeps its partitions before the group moves them: the failover
+    /// time after a crash. The broker must allow it (`group.min.session.timeout.ms`, 6 s by
+    /// default; deploy/local sets 1 s); if it refuses, the node joins with
+    /// [`BROKER_DEFAULT_MIN_SESSION`] instead and says so.
     pub session_timeout: Duration,
+    /// How often the node tells the coordinator it is alive. librdkafka sends heartbeats from
+    /// its own thread, so a node busy with requests still beats; a few must be lost in a row
+    /// before the session expires.
+    pub heartbeat_interval: Duration,
+    /// Replication factor of the owner directory topic (`None`: as for the journal's topics).
+    pub replication: Option<i32>,
 }
+
+/// The smallest session timeout a broker with default settings accepts.
+pub const BROKER_DEFAULT_MIN_SESSION: Duration = Duration::from_secs(6);
 
 /// The partition -> owner URL directory, as last read from `<topic>.owners`.
 #[derive(Debug, Default)]
@@ -80,6 +93,7 @@ impl Membership {
     }
 }
 
+#[derive(Clone)]
 struct GroupContext {
     writers: Writers,
     runtime: Handle,
@@ -94,11 +108,16 @@ impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
             metrics::counter!("frontrow_rebalances_total", "kind" => "revoke").increment(1);
-            for e in tpl.elements() {
-                let partition = e.partition() as u32;
-                info!(partition, "partition revoked; draining its writer");
-                self.runtime.block_on(self.writers.release(partition));
+            // All at once: the group's rebalance (every partition's next owner) waits for this.
+            let partitions: Vec<u32> = tpl.elements().iter().map(|e| e.partition() as u32).collect();
+            info!(?partitions, "partitions revoked; draining their writers");
+            let mut drains = tokio::task::JoinSet::new();
+            for &partition in &partitions {
+                let writers = self.writers.clone();
+                drains.spawn_on(async move { writers.release(partition).await }, &self.runtime);
             }
+            self.runtime
+                .block_on(async { while drains.join_next().await.is_some() {} });
         }
     }
 
@@ -136,6 +155,32 @@ impl ConsumerContext for GroupContext {
     }
 }
 
+/// The group consumer: cooperative-sticky assignment, so a member joining or leaving moves only
+/// the partitions that must move (the others keep serving through the rebalance).
+fn group_member(
+    settings: &OwnershipSettings,
+    session_timeout: Duration,
+    context: GroupContext,
+) -> anyhow::Result<BaseConsumer<GroupContext>> {
+    let member: BaseConsumer<GroupContext> = ClientConfig::new()
+        .set("bootstrap.servers", &settings.brokers)
+        .set("group.id", &settings.group)
+        .set("enable.auto.commit", "false")
+        .set("session.timeout.ms", session_timeout.as_millis().to_string())
+        .set(
+            "heartbeat.interval.ms",
+            settings
+                .heartbeat_interval
+                .min(session_timeout / 3)
+                .as_millis()
+                .to_string(),
+        )
+        .set("partition.assignment.strategy", "cooperative-sticky")
+        .create_with_context(context)?;
+    member.subscribe(&[&settings.topic])?;
+    Ok(member)
+}
+
 fn admin(brokers: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
     Ok(ClientConfig::new().set("bootstrap.servers", brokers).create()?)
 }
@@ -143,11 +188,15 @@ fn admin(brokers: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
 /// Joins the command group and starts tailing the owner directory.
 pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Result<Membership> {
     let directory = format!("{}.owners", settings.topic);
-    let topic = NewTopic::new(&directory, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
+    let replication = match settings.replication {
+        Some(r) => r,
+        None => frontrow_journal::default_replication(&settings.brokers).await?,
+    };
+    let topic = NewTopic::new(&directory, 1, TopicReplication::Fixed(replication)).set("cleanup.policy", "compact");
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     for result in admin(&settings.brokers)?.create_topics([&topic], &options).await? {
         if let Err((name, code)) = result
-            && code != rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists
+            && code != RDKafkaErrorCode::TopicAlreadyExists
         {
             anyhow::bail!("creating {name}: {code}");
         }
@@ -202,21 +251,32 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
         directory,
         node_url: settings.node_url.clone(),
     };
-    let member: BaseConsumer<GroupContext> = ClientConfig::new()
-        .set("bootstrap.servers", &settings.brokers)
-        .set("group.id", &settings.group)
-        .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", settings.session_timeout.as_millis().to_string())
-        .set("heartbeat.interval.ms", "500")
-        .set("partition.assignment.strategy", "roundrobin")
-        .create_with_context(context)?;
-    member.subscribe(&[&settings.topic])?;
+    let member = group_member(&settings, settings.session_timeout, context)?;
     let member_thread = {
         let stop = stop.clone();
         std::thread::spawn(move || {
+            let mut member = member;
             while !stop.load(Ordering::SeqCst) {
-                if let Some(Err(e)) = member.poll(Duration::from_millis(100)) {
-                    warn!(error = %e, "command group poll failed");
+                match member.poll(Duration::from_millis(100)) {
+                    Some(Err(e)) if e.rdkafka_error_code() == Some(RDKafkaErrorCode::InvalidSessionTimeout) => {
+                        warn!(
+                            asked_ms = settings.session_timeout.as_millis(),
+                            using_ms = BROKER_DEFAULT_MIN_SESSION.as_millis(),
+                            "the broker refuses this session timeout (group.min.session.timeout.ms): \
+                             joining with the broker default; failover takes that long"
+                        );
+                        let context = GroupContext::clone(member.context());
+                        drop(member);
+                        member = match group_member(&settings, BROKER_DEFAULT_MIN_SESSION, context) {
+                            Ok(m) => m,
+                            Err(e) => {
+                                warn!(error = %e, "could not rejoin the command group");
+                                return;
+                            }
+                        };
+                    }
+                    Some(Err(e)) => warn!(error = %e, "command group poll failed"),
+                    _ => {}
                 }
             }
             // Leaving revokes (and drains) every partition this node still owns.

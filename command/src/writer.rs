@@ -436,6 +436,9 @@ struct Writer {
 
 /// The format of a partition snapshot's current version.
 const SNAPSHOT_VERSION: u32 = 1;
+/// How long a stopping writer waits for its last snapshot to be stored before it lets the
+/// store finish in the background.
+const SNAPSHOT_AT_STOP: Duration = Duration::from_secs(3);
 
 /// A partition's state as of `last`: restoring it and reading on from `next` equals a replay.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -613,8 +616,17 @@ impl Writer {
         if !self.fenced && self.since_snapshot > 0 && self.snapshot_every > 0 {
             self.snapshot();
         }
-        if let Some(saving) = self.saving.take() {
-            let _ = saving.await;
+        // The save may wait on a broker that is away; a release (a rebalance waits for it) must
+        // not. It goes on in the background: a snapshot is a cache, and one stored late is still
+        // a true state of the log up to its mark.
+        if let Some(saving) = self.saving.take()
+            && tokio::time::timeout(SNAPSHOT_AT_STOP, saving).await.is_err()
+        {
+            info!(
+                partition = self.partition,
+                "writer stopped; its last snapshot is still being stored"
+            );
+            return;
         }
         info!(partition = self.partition, "writer stopped");
     }

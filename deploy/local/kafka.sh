@@ -13,7 +13,8 @@ KAFKA_MARKER=$KAFKA_DIR/server.properties # appears on the broker's command line
 
 kafka_running() { pid_running "$KAFKA_PID" "$KAFKA_MARKER"; }
 
-kafka_prepare() {
+# kafka_prepare_classpath: the JDK and the Kafka jars (resolved once), for brokers and tools.
+kafka_prepare_classpath() {
   need_java
   # kafka-tools (TopicCommand, console producer/consumer) without Kafka Connect's runtime.
   KAFKA_CPF=$(resolve_classpath "kafka-$KAFKA_VERSION" "
@@ -22,6 +23,44 @@ kafka_prepare() {
       <exclusions><exclusion><groupId>org.apache.kafka</groupId><artifactId>connect-runtime</artifactId></exclusion></exclusions></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$KAFKA_LOG4J_VERSION</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$KAFKA_LOG4J_VERSION</version></dependency>")
+}
+
+# kafka_write_log4j DIR: the broker's (log4j2.properties) and the tools' logging config.
+kafka_write_log4j() {
+  cat >"$1/log4j2.properties" <<'PROPS'
+# Broker logging: one rolling file in the service's logs directory.
+status = warn
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.filePattern = ${sys:kafka.logs.dir}/server.log.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 50MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+PROPS
+  cat >"$1/tools-log4j2.properties" <<'PROPS'
+# Command-line tools (kafka_tool): warnings to stderr only.
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = err
+PROPS
+}
+
+kafka_prepare() {
+  kafka_prepare_classpath
   mkdir -p "$KAFKA_DIR/data" "$KAFKA_DIR/logs"
   cat >"$KAFKA_DIR/server.properties" <<PROPS
 # Written by deploy/local/kafka.sh on every start; edits are lost.
@@ -42,37 +81,10 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# FrontRow's command group fails over within its session timeout (1.5 s by default).
+group.min.session.timeout.ms=1000
 PROPS
-  cat >"$KAFKA_DIR/log4j2.properties" <<'PROPS'
-# Broker logging: one rolling file in the service's logs directory.
-status = warn
-appender.file.type = RollingFile
-appender.file.name = file
-appender.file.fileName = ${sys:kafka.logs.dir}/server.log
-appender.file.filePattern = ${sys:kafka.logs.dir}/server.log.%i
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-appender.file.policies.type = Policies
-appender.file.policies.size.type = SizeBasedTriggeringPolicy
-appender.file.policies.size.size = 50MB
-appender.file.strategy.type = DefaultRolloverStrategy
-appender.file.strategy.max = 2
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = file
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-PROPS
-  cat >"$KAFKA_DIR/tools-log4j2.properties" <<'PROPS'
-# Command-line tools (kafka_tool): warnings to stderr only.
-status = warn
-appender.err.type = Console
-appender.err.name = err
-appender.err.target = SYSTEM_ERR
-appender.err.layout.type = PatternLayout
-appender.err.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.err.ref = err
-PROPS
+  kafka_write_log4j "$KAFKA_DIR"
   if [ ! -f "$KAFKA_DIR/data/meta.properties" ]; then
     [ -s "$KAFKA_DIR/cluster.id" ] || head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22 >"$KAFKA_DIR/cluster.id"
     log "kafka: formatting storage"
@@ -87,7 +99,7 @@ PROPS
 kafka_tool() {
   need_java
   ${KAFKA_TOOL_TIMEOUT:+timeout "$KAFKA_TOOL_TIMEOUT"} "$FR_JAVA_HOME/bin/java" -Xmx256m -XX:TieredStopAtLevel=1 -Xshare:auto \
-    -Dlog4j2.configurationFile="$KAFKA_DIR/tools-log4j2.properties" \
+    -Dlog4j2.configurationFile="${KAFKA_TOOLS_LOG4J:-$KAFKA_DIR/tools-log4j2.properties}" \
     -cp "$(cat "${KAFKA_CPF:-$FR_CACHE/kafka-$KAFKA_VERSION/classpath.txt}")" "$@"
 }
 
@@ -97,11 +109,17 @@ kafka_start() {
   log "kafka: starting on $FR_HOST:$KAFKA_PORT"
   : >"$KAFKA_OUT"
   mark_log "$KAFKA_LOG"
-  start_bg "$KAFKA_PID" "$KAFKA_OUT" "$FR_JAVA_HOME/bin/java" \
-    -Xms256m -Xmx"${FRONTROW_KAFKA_HEAP:-512m}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+  kafka_run_broker "$KAFKA_PID" "$KAFKA_DIR/logs" "$KAFKA_MARKER" "${FRONTROW_KAFKA_HEAP:-512m}"
+}
+
+# kafka_run_broker PIDFILE LOGDIR PROPERTIES HEAP: one broker JVM, detached (log4j2.properties
+# beside PROPERTIES).
+kafka_run_broker() {
+  start_bg "$1" "$2/stdout.log" "$FR_JAVA_HOME/bin/java" \
+    -Xms256m -Xmx"$4" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
     -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
-    -Dkafka.logs.dir="$KAFKA_DIR/logs" -Dlog4j2.configurationFile="$KAFKA_DIR/log4j2.properties" \
-    -cp "$(cat "$KAFKA_CPF")" kafka.Kafka "$KAFKA_MARKER"
+    -Dkafka.logs.dir="$2" -Dlog4j2.configurationFile="$(dirname "$3")/log4j2.properties" \
+    -cp "$(cat "$KAFKA_CPF")" kafka.Kafka "$3"
 }
 
 kafka_ready() { port_open "$KAFKA_PORT"; }

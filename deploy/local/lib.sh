@@ -1,7 +1,7 @@
 # Shared helpers for deploy/local/*.sh. Sourced, never run directly.
 # All state lives under $FRONTROW_SERVICES_DIR (default ~/.frontrow-services):
 #   cache/   Maven repository, resolved class paths, compiled launcher ($FRONTROW_SERVICES_CACHE moves it)
-#   kafka/ postgres/ opensearch/   per-service config, data, logs, pid files
+#   kafka/ postgres/ opensearch/ kafka-cluster/ balancer/   per-service config, data, logs, pid files
 # chromium is a step, not a daemon: it installs the browser and its driver for the browser tests
 set -euo pipefail
 shopt -s inherit_errexit
@@ -11,6 +11,8 @@ FR_CACHE=${FRONTROW_SERVICES_CACHE:-$FR_DIR/cache}
 FR_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FR_HOST=127.0.0.1
 FR_ALL_SERVICES=(postgres kafka opensearch redis chromium)
+# Started only when named (up.sh kafka-cluster balancer); down.sh without names stops them too.
+FR_EXTRA_SERVICES=(kafka-cluster balancer)
 
 log() { printf '[local-services] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -156,11 +158,14 @@ wait_for() {
 check_services() {
   local s
   for s in "$@"; do
-    case " ${FR_ALL_SERVICES[*]} " in *" $s "*) ;; *) die "unknown service '$s' (known: ${FR_ALL_SERVICES[*]})" ;; esac
+    case " ${FR_ALL_SERVICES[*]} ${FR_EXTRA_SERVICES[*]} " in
+      *" $s "*) ;;
+      *) die "unknown service '$s' (known: ${FR_ALL_SERVICES[*]} ${FR_EXTRA_SERVICES[*]})" ;;
+    esac
   done
 }
 
-for _f in postgres kafka opensearch redis chromium; do
+for _f in postgres kafka opensearch redis chromium kafka-cluster balancer; do
   # shellcheck source=/dev/null
   . "$FR_HERE/$_f.sh"
 done

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's test command: install and start every local service, then run every test,
+# The README's test command: install and start every local service (and the three-broker
+# kafka-cluster), then run every test,
 # including the ones marked #[ignore = "needs ..."] (there a missing service is a failure),
 # then the schemathesis contract run (deploy/local/schemathesis.sh).
 # Services are stopped again at the end unless FRONTROW_KEEP_SERVICES=1.
@@ -8,6 +9,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
 ./deploy/local/up.sh
+# The three-broker cluster for the short chaos run (bench/tests/chaos.rs); about 30 s to start.
+./deploy/local/up.sh kafka-cluster
 if [ "${FRONTROW_KEEP_SERVICES:-0}" != 1 ]; then
   trap './deploy/local/down.sh || true' EXIT
 fi

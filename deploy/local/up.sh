@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Start local services on loopback: up.sh [postgres|kafka|opensearch|redis|chromium ...] (all when none named).
+# Start local services on loopback: up.sh [postgres|kafka|opensearch|redis|chromium|kafka-cluster|balancer ...]
+# (when none are named: all but kafka-cluster and balancer).
 # Idempotent: running services are left alone. Exits non-zero if a service cannot start.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -13,20 +14,21 @@ mkdir -p "$FR_DIR" "$FR_CACHE"
 # A service found running is only checked (postgres: pg_isready, kafka: port, opensearch: health).
 started=()
 for s in "${services[@]}"; do
-  if "${s}_running"; then
-    if "${s}_ready"; then
+  f=${s//-/_} # kafka-cluster -> kafka_cluster_*
+  if "${f}_running"; then
+    if "${f}_ready"; then
       log "$s: already running"
     else
       log "$s: running but not answering yet, waiting (if you changed its port, run down.sh first)"
       started+=("$s")
     fi
   else
-    "${s}_prepare"
-    "${s}_start"
+    "${f}_prepare"
+    "${f}_start"
     started+=("$s")
   fi
 done
 for s in ${started[@]+"${started[@]}"}; do
-  "${s}_wait"
+  "${s//-/_}_wait"
 done
 log "up: ${services[*]} (data in $FR_DIR)"

@@ -12,7 +12,11 @@
 //! partitions' high watermark, polled in the background (other processes append too).
 //!
 //! The topic is created with `flush.messages=1` (each append is fsynced by the broker before it
-//! is acknowledged), so an acknowledged batch survives a broker crash even with one replica.
+//! is acknowledged), so an acknowledged batch survives a broker crash even with one replica. On
+//! a cluster the topics get [`KafkaSettings::replication`] replicas (by default one per broker, at
+//! most 3) and `min.insync.replicas` of [`KafkaSettings::min_insync_replicas`] (2 when
+//! replicated), and the producers append with `acks=all` and idempotence (transactions need
+//! both), so an acknowledged batch is on at least that many brokers.
 //!
 //! Snapshots: the latest of each partition is kept in the compacted topic `<topic>.snapshots`
 //! (keyed by partition), which is all a writer's restore reads. Snapshots saved with
@@ -51,8 +55,14 @@ pub struct KafkaSettings {
     pub brokers: String,
     pub topic: String,
     pub partitions: u32,
-    /// Replication factor used when the topic is created.
-    pub replication: i32,
+    /// Replication factor of the topics this journal creates; `None`: one replica per broker
+    /// the cluster reports, at most 3 (so 1 on a single local broker, 3 on a cluster).
+    pub replication: Option<i32>,
+    /// `min.insync.replicas` of the events topic: how many replicas must have an append before
+    /// it is acknowledged (the producer always asks for `acks=all`). `None`: 2 when replicated,
+    /// else 1. With 3 replicas and 2 in sync, one broker can die without losing an
+    /// acknowledged event or stopping the writers.
+    pub min_insync_replicas: Option<i32>,
     /// How long the snapshot history topic keeps a snapshot (its `retention.ms` when created).
     pub snapshot_history_retention: Duration,
 }
@@ -63,7 +73,8 @@ impl KafkaSettings {
             brokers: brokers.into(),
             topic: "frontrow.events".into(),
             partitions,
-            replication: 1,
+            replication: None,
+            min_insync_replicas: None,
             snapshot_history_retention: DEFAULT_SNAPSHOT_HISTORY_RETENTION,
         }
     }
@@ -145,13 +156,25 @@ impl KafkaJournal {
             .set("bootstrap.servers", &settings.brokers)
             .create()
             .map_err(kafka_err)?;
+        let replication = match settings.replication {
+            Some(r) => r,
+            None => default_replication(&settings.brokers).await?,
+        };
+        let min_insync = settings.min_insync_replicas.unwrap_or(default_min_insync(replication));
+        if replication < 1 || min_insync < 1 || min_insync > replication {
+            return Err(JournalError::Storage(format!(
+                "kafka: replication {replication} with min.insync.replicas {min_insync}: need 1 <= min.insync.replicas <= replication"
+            )));
+        }
+        let min_insync = min_insync.to_string();
         let topic = NewTopic::new(
             &settings.topic,
             settings.partitions as i32,
-            TopicReplication::Fixed(settings.replication),
+            TopicReplication::Fixed(replication),
         )
         .set("flush.messages", "1")
-        .set("min.insync.replicas", "1");
+        .set("min.insync.replicas", &min_insync)
+        .set("unclean.leader.election.enable", "false");
         let options = AdminOptions::new()
             .operation_timeout(Some(CALL_TIMEOUT))
             .request_timeout(Some(CALL_TIMEOUT));
@@ -163,7 +186,7 @@ impl KafkaJournal {
             }
         }
         let snapshots_name = snapshot_topic(&settings.topic);
-        let snapshots_topic = NewTopic::new(&snapshots_name, 1, TopicReplication::Fixed(settings.replication))
+        let snapshots_topic = NewTopic::new(&snapshots_name, 1, TopicReplication::Fixed(replication))
             .set("cleanup.policy", "compact")
             .set("max.message.bytes", "104857600");
         let history_name = history_topic(&settings.topic);
@@ -175,7 +198,7 @@ impl KafkaJournal {
         let history = NewTopic::new(
             &history_name,
             settings.partitions as i32,
-            TopicReplication::Fixed(settings.replication),
+            TopicReplication::Fixed(replication),
         )
         .set("cleanup.policy", "delete")
         .set("retention.ms", &retention_ms)
@@ -253,6 +276,25 @@ impl KafkaJournal {
     pub fn settings(&self) -> &KafkaSettings {
         &self.inner.settings
     }
+}
+
+/// One replica per broker the cluster reports, at most 3.
+pub async fn default_replication(brokers: &str) -> Result<i32, JournalError> {
+    let c = consumer(brokers, "read_uncommitted")?;
+    let n = tokio::task::spawn_blocking(move || {
+        c.fetch_metadata(None, CALL_TIMEOUT)
+            .map(|md| md.brokers().len())
+            .map_err(kafka_err)
+    })
+    .await
+    .map_err(|e| JournalError::Storage(e.to_string()))??;
+    Ok((n as i32).clamp(1, 3))
+}
+
+/// `min.insync.replicas` unless configured: 2 when the topic is replicated (an acknowledged
+/// append is on two brokers, and one broker may be down), 1 on a single replica.
+pub fn default_min_insync(replication: i32) -> i32 {
+    if replication > 1 { 2 } else { 1 }
 }
 
 fn snapshot_topic(topic: &str) -> String {

@@ -18,7 +18,9 @@ mod kafka;
 mod metered;
 mod sqlite;
 
-pub use kafka::{DEFAULT_SNAPSHOT_HISTORY_RETENTION, KafkaJournal, KafkaSettings};
+pub use kafka::{
+    DEFAULT_SNAPSHOT_HISTORY_RETENTION, KafkaJournal, KafkaSettings, default_min_insync, default_replication,
+};
 pub use metered::Metered;
 pub use sqlite::{DEFAULT_SNAPSHOT_HISTORY, SqliteJournal};
 

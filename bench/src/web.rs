@@ -208,15 +208,17 @@ pub(crate) async fn web(config: &Config, results: &mut Results) -> anyhow::Resul
         .filter_map(|w| w.position.as_deref()?.parse::<Position>().ok())
         .max()
         .context("no reservation was acknowledged")?;
-    // Let the page catch up with the last acknowledged delta (bounded).
+    // Let the page catch up with the last acknowledged delta and paint it (bounded): a delta is
+    // applied at once but its mark is set on the next frame, so wait for the mark, not the
+    // page's position (reading the marks between the two left the last frame's unmatched).
     let caught_up = b
         .wait_until(
             "bench-deltas",
             Duration::from_secs(30),
-            "the page applied the last delta",
+            "the page painted the last delta",
             || async {
-                let p = b.js("return window.frontrowMap.position();", vec![]).await?;
-                let p: Option<Position> = p.as_str().and_then(|p| p.parse().ok());
+                let marks = painted_marks(&b).await?;
+                let p = marks.iter().filter_map(|m| m.position).max();
                 Ok(p.filter(|p| *p >= last))
             },
         )

@@ -144,9 +144,13 @@ impl TestApp {
 
     /// Creates an on-sale event and returns its id.
     pub async fn create_event(&self) -> EventId {
-        let res = self
-            .create_event_with(ORGANIZER_KEY, &self.event_body(Duration::minutes(-1)))
-            .await;
+        self.create_event_from(&self.event_body(Duration::minutes(-1))).await
+    }
+
+    /// Creates the event `body` describes (as the demo organizer) and returns its id once the
+    /// query side has seen it.
+    pub async fn create_event_from(&self, body: &Value) -> EventId {
+        let res = self.create_event_with(ORGANIZER_KEY, body).await;
         assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
         let body: Value = res.json().await.unwrap();
         let event: EventId = body["event_id"].as_str().unwrap().parse().unwrap();

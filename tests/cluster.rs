@@ -4,12 +4,11 @@
 mod common;
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, state_letters};
+use common::{ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, spawn_listening, state_letters};
 use frontrow_http::auth::Auth;
 use frontrow_journal::{KafkaJournal, KafkaSettings};
 use frontrow_schema::{CustomerId, EventId};
@@ -29,29 +28,20 @@ impl Drop for Node {
 }
 
 fn node(role: &str, journal: &str, dir: &std::path::Path) -> Node {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_frontrow"))
-        .args([role, "--listen", "127.0.0.1:0", "--journal", journal, "--data-dir"])
-        .arg(dir)
-        .env("FRONTROW_LOG", "warn")
-        // Load from one loopback address: no rate limits.
-        .env("FRONTROW_LIMITS__CUSTOMER_PER_SECOND", "0")
-        .env("FRONTROW_LIMITS__ADDRESS_PER_SECOND", "0")
-        .env("FRONTROW_PARTITIONS", "4")
-        .env("FRONTROW_TOKEN_SECRET", TOKEN_SECRET)
-        .env("FRONTROW_WEBHOOK_SECRET", WEBHOOK_SECRET)
-        .env("FRONTROW_ORGANIZERS", format!("{{acme=\"{ORGANIZER_KEY}\"}}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the frontrow binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next().expect("the node prints its address").unwrap();
-        if let Some(addr) = line.strip_prefix("FrontRow listening on ") {
-            break addr.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (child, base) = spawn_listening(
+        Command::new(env!("CARGO_BIN_EXE_frontrow"))
+            .args([role, "--listen", "127.0.0.1:0", "--journal", journal, "--data-dir"])
+            .arg(dir)
+            .env("FRONTROW_LOG", "warn")
+            // Load from one loopback address: no rate limits.
+            .env("FRONTROW_LIMITS__CUSTOMER_PER_SECOND", "0")
+            .env("FRONTROW_LIMITS__ADDRESS_PER_SECOND", "0")
+            .env("FRONTROW_PARTITIONS", "4")
+            .env("FRONTROW_TOKEN_SECRET", TOKEN_SECRET)
+            .env("FRONTROW_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .env("FRONTROW_ORGANIZERS", format!("{{acme=\"{ORGANIZER_KEY}\"}}"))
+            .stderr(Stdio::inherit()),
+    );
     Node { child, base }
 }
 

@@ -1,7 +1,8 @@
 //! OpenTelemetry trace export: the real binary posts its spans over OTLP/HTTP to a receiver
 //! run by the test, which decodes them with the OTLP protobuf definitions.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -34,24 +35,14 @@ async fn receiver() -> (String, Arc<Mutex<Vec<Bytes>>>) {
 
 /// `frontrow serve` on a fresh data directory with `env`; returns it and its base URL.
 fn serve(data_dir: &std::path::Path, env: &[(&str, &str)]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_frontrow"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .env("FRONTROW_LOG", "warn")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the frontrow binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let base = loop {
-        let line = lines.next().expect("the server prints its address").unwrap();
-        if let Some(addr) = line.strip_prefix("FrontRow listening on ") {
-            break addr.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, base)
+    common::spawn_listening(
+        Command::new(env!("CARGO_BIN_EXE_frontrow"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("FRONTROW_LOG", "warn")
+            .envs(env.iter().copied())
+            .stderr(Stdio::null()),
+    )
 }
 
 /// SIGTERM, then the exit status (a graceful stop flushes the queued spans).

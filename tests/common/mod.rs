@@ -501,3 +501,22 @@ pub fn mixed_seat_map(seats: u16, capacity: u32) -> Value {
         ]
     })
 }
+
+/// Starts the real binary `command` describes (stdout is piped here) and returns it with the
+/// base URL it prints once it listens; its further output is drained so it never blocks.
+pub fn spawn_listening(command: &mut std::process::Command) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the frontrow binary starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next().expect("the process prints its address").unwrap();
+        if let Some(addr) = line.strip_prefix("FrontRow listening on ") {
+            break addr.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, base)
+}

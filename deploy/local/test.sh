@@ -10,7 +10,9 @@ cd "$root"
 
 ./deploy/local/up.sh
 # The three-broker cluster for the short chaos run (bench/tests/chaos.rs); about 30 s to start.
-./deploy/local/up.sh kafka-cluster
+# Its balancer is an haproxy of the run's own, so `balancer` is named here to install HAProxy
+# (and to check the local balancer starts) on a machine that has never run it.
+./deploy/local/up.sh kafka-cluster balancer
 if [ "${FRONTROW_KEEP_SERVICES:-0}" != 1 ]; then
   trap './deploy/local/down.sh || true' EXIT
 fi

@@ -42,8 +42,7 @@ kafka_cluster_prepare() {
   mkdir -p "$KAFKA_CLUSTER_DIR"
   kafka_write_log4j "$KAFKA_CLUSTER_DIR"
   KAFKA_TOOLS_LOG4J=$KAFKA_CLUSTER_DIR/tools-log4j2.properties
-  [ -s "$KAFKA_CLUSTER_DIR/cluster.id" ] \
-    || head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22 >"$KAFKA_CLUSTER_DIR/cluster.id"
+  kafka_ensure_cluster_id "$KAFKA_CLUSTER_DIR/cluster.id"
   for ((n = 1; n <= KAFKA_CLUSTER_SIZE; n++)); do
     dir=$(kafka_cluster_node_dir "$n")
     mkdir -p "$dir/data" "$dir/logs"
@@ -79,7 +78,7 @@ PROPS
     cp "$KAFKA_CLUSTER_DIR/log4j2.properties" "$dir/log4j2.properties"
     if [ ! -f "$dir/data/meta.properties" ]; then
       log "kafka-cluster: formatting node $n"
-      kafka_tool kafka.tools.StorageTool format -t "$(cat "$KAFKA_CLUSTER_DIR/cluster.id")" \
+      kafka_tool kafka.tools.StorageTool format --cluster-id="$(cat "$KAFKA_CLUSTER_DIR/cluster.id")" \
         -c "$dir/server.properties" --ignore-formatted >"$dir/logs/format.log" 2>&1 \
         || fail_with_log kafka-cluster "formatting node $n failed" "$dir/logs/format.log"
     fi

@@ -86,12 +86,23 @@ group.min.session.timeout.ms=1000
 PROPS
   kafka_write_log4j "$KAFKA_DIR"
   if [ ! -f "$KAFKA_DIR/data/meta.properties" ]; then
-    [ -s "$KAFKA_DIR/cluster.id" ] || head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22 >"$KAFKA_DIR/cluster.id"
+    kafka_ensure_cluster_id "$KAFKA_DIR/cluster.id"
     log "kafka: formatting storage"
-    kafka_tool kafka.tools.StorageTool format -t "$(cat "$KAFKA_DIR/cluster.id")" \
+    kafka_tool kafka.tools.StorageTool format --cluster-id="$(cat "$KAFKA_DIR/cluster.id")" \
       -c "$KAFKA_DIR/server.properties" --ignore-formatted >"$KAFKA_DIR/logs/format.log" 2>&1 \
       || fail_with_log kafka "kafka.tools.StorageTool format failed" "$KAFKA_DIR/logs/format.log"
   fi
+}
+
+# kafka_ensure_cluster_id FILE: write a fresh cluster id to FILE unless it holds one. A KRaft
+# cluster id is 16 random bytes in URL-safe base64 (22 characters); like Kafka's own
+# Uuid.randomUuid it never starts with '-', which the storage tool would read as an option.
+kafka_ensure_cluster_id() {
+  [ -s "$1" ] && return 0
+  local id
+  id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
+  [ "${id:0:1}" = "-" ] && id="A${id:1}"
+  echo "$id" >"$1"
 }
 
 # kafka_tool CLASS ARGS...: run a Kafka command-line class on the cached class path, e.g.

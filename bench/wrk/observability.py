@@ -10,8 +10,11 @@ event from 2,000 customers (bench/wrk/reserve.lua). Variants:
   metrics  FRONTROW_LOG=warn, metrics on
   full     FRONTROW_LOG=info, metrics on               (the defaults: a log line per request)
 
-Rounds interleave the variants so drift on a shared machine hits each alike.
-Usage: bench/wrk/observability.py [--bin target/release/frontrow] [--rounds 2] [--secs 10]
+Rounds interleave the variants (and the binaries) so drift on a shared machine hits each alike.
+Usage: bench/wrk/observability.py [--bin target/release/frontrow ...] [--variants off,metrics,full]
+                                  [--rounds 2] [--secs 10]
+Name --bin more than once to compare builds, e.g. the release and dist profiles:
+  bench/wrk/observability.py --bin target/release/frontrow --bin target/dist/frontrow --variants full
 """
 import argparse, json, os, re, subprocess, tempfile, urllib.request
 
@@ -95,18 +98,27 @@ def run(binary, variant, secs):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bin", default="target/release/frontrow")
+    parser.add_argument("--bin", action="append", help="a frontrow binary; repeat to compare builds")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of " + ", ".join(VARIANTS))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--secs", type=int, default=10)
     args = parser.parse_args()
-    print("| round | variant | /health req/s | reserve req/s | reserve 201 share | reserve p99 ms | reserve / health |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    binaries = args.bin or ["target/release/frontrow"]
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}")
+    for binary in binaries:
+        print(f"{binary}: {os.path.getsize(binary):,} bytes")
+    print("| round | binary | variant | /health req/s | reserve req/s | reserve 201 share | reserve p99 ms | reserve / health |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     for round_ in range(1, args.rounds + 1):
-        for variant in VARIANTS:
-            health, reserve = run(args.bin, variant, args.secs)
-            print(f"| {round_} | {variant} | {health['rate']:,.0f} | {reserve['rate']:,.0f} | "
-                  f"{reserve['ok_share']:.2f} | {reserve['p99_ms']:.1f} | {reserve['rate'] / health['rate']:.3f} |",
-                  flush=True)
+        for binary in binaries:
+            for variant in variants:
+                health, reserve = run(binary, variant, args.secs)
+                print(f"| {round_} | {binary} | {variant} | {health['rate']:,.0f} | {reserve['rate']:,.0f} | "
+                      f"{reserve['ok_share']:.2f} | {reserve['p99_ms']:.1f} | "
+                      f"{reserve['rate'] / health['rate']:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,21 @@
-//! Best-available that asks for seat attributes: an accessible block, a block on an aisle.
+//! Seat attributes in best-available: an accessible block, a block on an aisle, and wheelchair
+//! spaces kept for the fans who ask for them.
 //!
 //! `accessible: true` asks for `count` adjacent free seats (at least 2) that hold a wheelchair
 //! space and a companion seat directly next to it: count 2 is one wheelchair space and its
 //! companion seat, count 4 is those two and the two seats beside them. `aisle: true` prefers a
-//! block that holds an aisle seat, and takes any block when no such one is left. Rows are tried
-//! front to back and, within a row, the block closest to the row's centre wins, as for plain
-//! best-available. The work is one pass over each row of the section, whatever is asked.
+//! block that holds an aisle seat, and takes any block when no such one is left. An order that
+//! does not ask for an accessible block gets wheelchair spaces and companion seats only when no
+//! other block of its size is left in the section. The blocks are ranked with the no-orphan
+//! rule's ranking (see [`super::orphans`]); this module says which seats of a row carry which
+//! attribute.
 
-use frontrow_schema::seatmap::{RowSpan, SeatAttributes};
+use frontrow_schema::seatmap::SeatAttributes;
 use frontrow_schema::*;
 
 use super::decide::Rejection;
-use super::state::{EventState, SeatState};
+use super::orphans;
+use super::state::EventState;
 
 /// What a best-available order asks of its seats beyond adjacency.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,7 +29,8 @@ pub struct SeatNeeds {
 /// The fewest seats an accessible order takes: a wheelchair space and its companion seat.
 pub const MIN_ACCESSIBLE_SEATS: u8 = 2;
 
-/// The best `count` adjacent free seats of `section` that meet `needs`.
+/// The best `count` adjacent free seats of `section` that meet `needs` (plain best-available
+/// when `needs` is the default).
 pub(super) fn best_with(
     state: &EventState,
     section: &SectionCode,
@@ -39,18 +44,8 @@ pub(super) fn best_with(
         return Err(Rejection::AccessibleTooFew { asked: count });
     }
     let rows = state.layout.section_rows(si);
-    let find = |aisle: bool| {
-        rows.iter().find_map(|span| {
-            let attributes = state.layout.map().attributes_of(span);
-            best_in_row(state, span, attributes, u32::from(count), needs.accessible, aisle)
-        })
-    };
-    let found = if needs.aisle {
-        find(true).or_else(|| find(false))
-    } else {
-        find(false)
-    };
-    found.ok_or_else(|| {
+    let no_orphans = !state.info.allow_orphan_seats;
+    orphans::best_block(state, rows, u32::from(count), no_orphans, needs).ok_or_else(|| {
         if needs.accessible {
             Rejection::NoAccessibleSeats {
                 section: section.clone(),
@@ -65,71 +60,80 @@ pub(super) fn best_with(
     })
 }
 
-/// The free block of `count` seats of one row closest to its centre that holds a wheelchair
-/// space next to a companion seat (if `accessible`) and an aisle seat (if `aisle`).
-fn best_in_row(
-    state: &EventState,
-    span: &RowSpan,
-    attributes: &SeatAttributes,
-    count: u32,
-    accessible: bool,
-    aisle: bool,
-) -> Option<Vec<u32>> {
-    let seats = u32::from(span.seats);
-    if seats < count || (accessible && attributes.wheelchair.is_empty()) || (aisle && attributes.aisle.is_empty()) {
-        return None;
-    }
-    let n = seats as usize;
-    // pairs[i]: seats i and i+1 (0-based) are a wheelchair space and a companion seat.
-    let mut is_wheelchair = vec![false; n];
-    let mut is_companion = vec![false; n];
-    let mut is_aisle = vec![false; n];
-    for (flags, list) in [
-        (&mut is_wheelchair, &attributes.wheelchair),
-        (&mut is_companion, &attributes.companion),
-        (&mut is_aisle, &attributes.aisle),
-    ] {
-        // Validated maps number seats 1..=seats; anything else is ignored.
-        for &number in list.iter().filter(|&&s| s >= 1 && u32::from(s) <= seats) {
-            flags[usize::from(number) - 1] = true;
+/// Which seats of one row are wheelchair spaces or companion seats, start an accessible pair,
+/// or are on an aisle, as prefix sums so that any block is asked in constant time. A row without
+/// attributes (most rows) allocates nothing.
+pub(super) struct RowMarks {
+    /// `accessible[i]`: wheelchair spaces and companion seats among the row's first `i` seats.
+    accessible: Vec<u32>,
+    /// `pairs[i]`: pairs (a wheelchair space next to its companion seat) starting among the
+    /// first `i` seats.
+    pairs: Vec<u32>,
+    /// `aisles[i]`: aisle seats among the first `i` seats.
+    aisles: Vec<u32>,
+}
+
+impl RowMarks {
+    pub(super) fn new(attributes: &SeatAttributes, seats: u32) -> Self {
+        let n = seats as usize;
+        let flags = |list: &[u16]| {
+            let mut flags = vec![false; if list.is_empty() { 0 } else { n }];
+            // Validated maps number seats 1..=seats; anything else is ignored.
+            for &number in list.iter().filter(|&&s| s >= 1 && u32::from(s) <= seats) {
+                flags[usize::from(number) - 1] = true;
+            }
+            flags
+        };
+        let (wheelchair, companion, aisle) = (
+            flags(&attributes.wheelchair),
+            flags(&attributes.companion),
+            flags(&attributes.aisle),
+        );
+        let at = |f: &[bool], i: usize| f.get(i).copied().unwrap_or(false);
+        let prefix = |empty: bool, f: &dyn Fn(usize) -> bool| {
+            if empty {
+                return Vec::new();
+            }
+            let mut sums = vec![0u32; n + 1];
+            for i in 0..n {
+                sums[i + 1] = sums[i] + u32::from(f(i));
+            }
+            sums
+        };
+        let no_accessible = wheelchair.is_empty() && companion.is_empty();
+        let no_pairs = wheelchair.is_empty() || companion.is_empty();
+        Self {
+            accessible: prefix(no_accessible, &|i| at(&wheelchair, i) || at(&companion, i)),
+            pairs: prefix(no_pairs, &|i| {
+                (at(&wheelchair, i) && at(&companion, i + 1)) || (at(&companion, i) && at(&wheelchair, i + 1))
+            }),
+            aisles: prefix(aisle.is_empty(), &|i| at(&aisle, i)),
         }
     }
-    let pair = |i: usize| {
-        i + 1 < n && ((is_wheelchair[i] && is_companion[i + 1]) || (is_companion[i] && is_wheelchair[i + 1]))
-    };
-    // Prefix sums, so each block is checked in constant time.
-    let prefix = |f: &dyn Fn(usize) -> bool| {
-        let mut sums = vec![0u32; n + 1];
-        for i in 0..n {
-            sums[i + 1] = sums[i] + u32::from(f(i));
-        }
-        sums
-    };
-    let pairs = prefix(&pair);
-    let aisles = prefix(&|i| is_aisle[i]);
-    let centre_distance = |start: u32| (2 * start + count).abs_diff(seats);
-    let mut best: Option<u32> = None;
-    let mut run = 0u32;
-    for offset in 0..seats {
-        if state.seats[(span.start + offset) as usize] == SeatState::Available {
-            run += 1;
-        } else {
-            run = 0;
-        }
-        if run < count {
-            continue;
-        }
-        let start = offset + 1 - count;
-        let (first, last) = (start as usize, offset as usize);
+
+    /// Whether the row has any accessible pair at all.
+    pub(super) fn has_pairs(&self) -> bool {
+        self.pairs.last().is_some_and(|&n| n > 0)
+    }
+
+    /// Whether seats `first..=last` (offsets in the row) hold a wheelchair space or a companion
+    /// seat.
+    pub(super) fn accessible_in(&self, first: u32, last: u32) -> bool {
+        count_in(&self.accessible, first, last + 1)
+    }
+
+    /// Whether seats `first..=last` hold a wheelchair space next to its companion seat.
+    pub(super) fn pair_in(&self, first: u32, last: u32) -> bool {
         // A pair starting at the block's last seat reaches outside it.
-        let has_pair = pairs[last] > pairs[first];
-        let has_aisle = aisles[last + 1] > aisles[first];
-        if (!accessible || has_pair)
-            && (!aisle || has_aisle)
-            && best.is_none_or(|b| centre_distance(start) < centre_distance(b))
-        {
-            best = Some(start);
-        }
+        count_in(&self.pairs, first, last)
     }
-    best.map(|start| (span.start + start..span.start + start + count).collect())
+
+    pub(super) fn aisle_in(&self, first: u32, last: u32) -> bool {
+        count_in(&self.aisles, first, last + 1)
+    }
+}
+
+/// Whether the prefix sums count anything in `from..to` (an empty list counts nothing).
+fn count_in(sums: &[u32], from: u32, to: u32) -> bool {
+    !sums.is_empty() && sums[to as usize] > sums[from as usize]
 }

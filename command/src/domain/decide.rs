@@ -458,7 +458,7 @@ fn reserve(
             }
             seats
         }
-        SeatSelection::BestAvailable { section, count } => best_available(state, section, *count)?,
+        SeatSelection::BestAvailable { section, count } => best_with(state, section, *count, SeatNeeds::default())?,
         SeatSelection::BestWith { section, count, needs } => best_with(state, section, *count, *needs)?,
         SeatSelection::Zone { zone, count } => zones::take(state, zone, *count)?,
     };
@@ -700,19 +700,6 @@ fn explicit_seats(state: &EventState, ids: &[SeatId]) -> Result<Vec<u32>, Reject
         return Err(Rejection::SeatsUnavailable(taken));
     }
     Ok(seats)
-}
-
-fn best_available(state: &EventState, section: &SectionCode, count: u8) -> Result<Vec<u32>, Rejection> {
-    let Some(si) = state.layout.section_index(section) else {
-        return Err(Rejection::UnknownSection(section.clone()));
-    };
-    let rows = state.layout.section_rows(si);
-    orphans::best_block(state, rows, u32::from(count), !state.info.allow_orphan_seats).ok_or_else(|| {
-        Rejection::NoAdjacentSeats {
-            section: section.clone(),
-            count,
-        }
-    })
 }
 
 fn own<'a>(

@@ -7,7 +7,9 @@
 //! default; the organizer's `allow_orphan_seats` turns it off):
 //!
 //! - best-available ([`best_block`]) ranks every block of `count` free adjacent seats of the
-//!   section by, in this order: (1) it strands no seat that was not alone already, (2) front
+//!   section by, in this order, after the seat attributes' two rankings (wheelchair spaces kept
+//!   for accessible orders, an aisle seat for orders that ask for one; see
+//!   [`super::attributes`]): (1) it strands no seat that was not alone already, (2) front
 //!   row first, (3) the fewest free runs of odd length left in its row (an even run sells to
 //!   its last seat in pairs, the commonest order), (4) closest to the row's centre, (5) the
 //!   leftmost. A block that strands a seat is taken only when no block of the section avoids it;
@@ -24,6 +26,7 @@ use std::collections::BTreeMap;
 
 use frontrow_schema::seatmap::RowSpan;
 
+use super::attributes::{RowMarks, SeatNeeds};
 use super::state::{EventState, SeatState};
 
 /// The order sizes an event can sell right now: always `1..=largest` (empty when `largest` is
@@ -83,6 +86,11 @@ pub fn sellable(state: &EventState) -> OrderSizes {
 /// How a candidate block leaves its row; the smallest rank is the best block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Rank {
+    /// An order that did not ask for an accessible block would take a wheelchair space or a
+    /// companion seat.
+    takes_accessible: bool,
+    /// The order asked for an aisle and the block has no aisle seat.
+    no_aisle: bool,
     /// It leaves a free seat alone that was not (rule on only).
     strands: bool,
     /// The row's place in the section, front first.
@@ -95,19 +103,38 @@ struct Rank {
     start: u32,
 }
 
-/// The best `count` free adjacent seats among `rows` (a section's rows, front to back), ranked as
-/// the module says; `no_orphans` is the event's rule. `None` when no row has `count` free
-/// adjacent seats.
-pub(super) fn best_block(state: &EventState, rows: &[RowSpan], count: u32, no_orphans: bool) -> Option<Vec<u32>> {
+impl Rank {
+    /// Nothing in a row further back can beat a block of this rank.
+    fn beats_the_rows_behind(self) -> bool {
+        !self.takes_accessible && !self.no_aisle && !self.strands
+    }
+}
+
+/// The best `count` free adjacent seats among `rows` (a section's rows, front to back) that meet
+/// `needs`, ranked as the module says, after two rankings of [`super::attributes`]: an order that
+/// did not ask for an accessible block first avoids wheelchair spaces and companion seats, and an
+/// order that asked for an aisle first takes a block with an aisle seat. An accessible order only
+/// takes blocks that hold a wheelchair space next to its companion seat. `no_orphans` is the
+/// event's rule. `None` when no row has such a block.
+pub(super) fn best_block(
+    state: &EventState,
+    rows: &[RowSpan],
+    count: u32,
+    no_orphans: bool,
+    needs: SeatNeeds,
+) -> Option<Vec<u32>> {
     let mut best: Option<(Rank, u32)> = None;
     for (ri, row) in rows.iter().enumerate() {
-        // A block that strands nothing beats every block of the rows behind it.
-        if best.is_some_and(|(b, _)| !b.strands) {
+        if best.is_some_and(|(b, _)| b.beats_the_rows_behind()) {
             break;
         }
         let seats = row_seats(state, row);
         let len = seats.len() as u32;
         if len < count {
+            continue;
+        }
+        let marks = RowMarks::new(state.layout.map().attributes_of(row), len);
+        if needs.accessible && !marks.has_pairs() {
             continue;
         }
         let odd_before = free_runs(seats).filter(|&(_, n)| n % 2 == 1).count() as u32;
@@ -118,23 +145,22 @@ pub(super) fn best_block(state: &EventState, rows: &[RowSpan], count: u32, no_or
             for left in 0..=n - count {
                 let right = n - count - left;
                 let start = run_start + left;
-                let centre = (2 * start + count).abs_diff(len);
-                let rank = if no_orphans {
-                    Rank {
-                        strands: left == 1 || right == 1,
-                        row: ri,
-                        odd_runs: odd_before - n % 2 + left % 2 + right % 2,
-                        centre,
-                        start,
-                    }
-                } else {
-                    Rank {
-                        strands: false,
-                        row: ri,
-                        odd_runs: 0,
-                        centre,
-                        start,
-                    }
+                let last = start + count - 1;
+                if needs.accessible && !marks.pair_in(start, last) {
+                    continue;
+                }
+                let rank = Rank {
+                    takes_accessible: !needs.accessible && marks.accessible_in(start, last),
+                    no_aisle: needs.aisle && !marks.aisle_in(start, last),
+                    strands: no_orphans && (left == 1 || right == 1),
+                    row: ri,
+                    odd_runs: if no_orphans {
+                        odd_before - n % 2 + left % 2 + right % 2
+                    } else {
+                        0
+                    },
+                    centre: (2 * start + count).abs_diff(len),
+                    start,
                 };
                 if best.is_none_or(|(b, _)| rank < b) {
                     best = Some((rank, row.start + start));

@@ -384,3 +384,47 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     );
     app.stop().await;
 }
+
+/// A withhold's retry that arrives after the seats were returned (a client retrying a request
+/// whose answer it lost) withholds nothing: the key wrote it once. The key sent with another
+/// request is refused, and neither writes anything.
+#[tokio::test]
+async fn a_keyed_withhold_retried_after_its_return_withholds_nothing() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event().await;
+    let path = format!("/events/{event}/withheld-seats");
+    let back = format!("/events/{event}/withheld-seats/return");
+    let hold = json!({"seats": ["A-1-3", "A-1-4"], "label": "camera"});
+    let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("cam-1"), hold).await;
+    assert_eq!(res.status(), 200);
+    let res = organizer_post(
+        &app,
+        ORGANIZER_KEY,
+        &back,
+        Some("cam-back-1"),
+        json!({"seats": ["A-1-3", "A-1-4"]}),
+    )
+    .await;
+    assert_eq!(res.status(), 200);
+    let returned: Value = res.json().await.unwrap();
+    let map = app.availability(event, returned["position"].as_str()).await;
+    assert_eq!(map["sections"][0]["rows"][0]["seats"], "AAAAAAAAAA");
+
+    let before = ends(app.journal.as_ref()).await;
+    // The same request, seats in another order: done already.
+    let retry = json!({"seats": ["A-1-4", "A-1-3"], "label": "camera"});
+    let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("cam-1"), retry).await;
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    // The key with another request.
+    let other = json!({"seats": ["A-1-3", "A-1-4", "A-1-5"], "label": "camera"});
+    let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("cam-1"), other).await;
+    problem(res, 422, "idempotency-key-reused").await;
+    let res = organizer_post(&app, ORGANIZER_KEY, &back, Some("cam-1"), json!({"seats": ["A-1-3"]})).await;
+    problem(res, 422, "idempotency-key-reused").await;
+    assert_eq!(ends(app.journal.as_ref()).await, before, "nothing was written");
+    let state = &app.replay().await[&event];
+    assert_eq!(state.counts.withheld, 0);
+    assert_eq!(state.organizer_requests.len(), 2, "{:?}", state.organizer_requests);
+    assert_eq!(app.availability(event, None).await["seats"]["withheld"], 0);
+    app.stop().await;
+}

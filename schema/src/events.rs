@@ -218,13 +218,24 @@ pub struct PaymentFailed {
 /// [`SeatsReturned`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeatsWithheld {
+    /// The seats this write took out of the sale: those of the request that were not withheld
+    /// under its label already (empty when the request changed nothing but came with an
+    /// `Idempotency-Key`, which is recorded all the same).
     pub seats: Vec<SeatId>,
     /// Why, in the organizer's words (`house seats`, `camera position`).
     pub label: String,
+    /// A digest of the organizer's request (its kind, label and seats, whatever their order), present when it came
+    /// with an `Idempotency-Key` (in the envelope): a retry with that key is answered from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 /// The organizer put withheld seats back on sale: they are available again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeatsReturned {
+    /// The seats this write put back on sale (empty as for [`SeatsWithheld::seats`]).
     pub seats: Vec<SeatId>,
+    /// As [`SeatsWithheld::request`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }

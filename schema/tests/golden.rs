@@ -303,6 +303,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                 Event::SeatsWithheld(SeatsWithheld {
                     seats: seats(&["FLA-1-1", "FLA-1-2"]),
                     label: "house seats".into(),
+                    request: None,
                 }),
             ),
         ),
@@ -312,8 +313,36 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                 23,
                 Event::SeatsReturned(SeatsReturned {
                     seats: seats(&["FLA-1-2"]),
+                    request: None,
                 }),
             ),
+        ),
+        (
+            "seats_withheld_with_request",
+            Envelope {
+                idempotency_key: Some("hold-house-1".to_owned()),
+                ..envelope(
+                    24,
+                    Event::SeatsWithheld(SeatsWithheld {
+                        seats: vec![],
+                        label: "house seats".into(),
+                        request: Some("5f2b0c6e9d1a4b3c8e7f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5".into()),
+                    }),
+                )
+            },
+        ),
+        (
+            "seats_returned_with_request",
+            Envelope {
+                idempotency_key: Some("return-house-1".to_owned()),
+                ..envelope(
+                    25,
+                    Event::SeatsReturned(SeatsReturned {
+                        seats: seats(&["FLA-1-1"]),
+                        request: Some("0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9".into()),
+                    }),
+                )
+            },
         ),
         (
             "seats_reserved_with_admission",

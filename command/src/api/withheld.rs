@@ -1,6 +1,7 @@
 //! Organizer holds: withhold seats from the sale (house seats, production holds) and return
 //! them to it. Both need the event's organizer key; both say what the seats should be, so a
-//! retry (with or without the same `Idempotency-Key`) changes nothing more.
+//! retry changes nothing more, and a retry with the request's `Idempotency-Key` changes nothing
+//! even after the seats were returned (or withheld) in between.
 
 use axum::Router;
 use axum::http::HeaderMap;
@@ -51,16 +52,19 @@ frontrow_http::problems! {
         &[Cause::new(409, "`seats-in-sale`: customers hold or bought these `seats`; `already-withheld`: these \
               `seats` are withheld under another `label`"),
           Cause::new(422, "`bad-withhold-size` (1 to `max_seats`), `duplicate-seat`, `unknown-seats` (`seats`), \
-              `invalid-label` (1 to 100 characters, not blank)")]];
+              `invalid-label` (1 to 100 characters, not blank), `idempotency-key-reused` (the key wrote another \
+              request)")]];
     /// What returning withheld seats refuses with.
     ReturnProblems = [ORGANIZER_KEY, OTHER_ORGANIZER, EVENT_PATH, JSON_BODY, IDEMPOTENCY_KEY, RATE_LIMITED,
         WRITER_BUSY,
-        &[Cause::new(422, "`bad-withhold-size` (1 to `max_seats`), `duplicate-seat`, `unknown-seats` (`seats`)")]];
+        &[Cause::new(422, "`bad-withhold-size` (1 to `max_seats`), `duplicate-seat`, `unknown-seats` (`seats`), \
+              `idempotency-key-reused` (the key wrote another request)")]];
 }
 
 /// Withhold available seats from the sale under a label. They show as `W` (withheld) on the
 /// availability map and cannot be reserved until they are returned. Seats already withheld
-/// under the same label are left as they are, so a retry is harmless.
+/// under the same label are left as they are, so a retry is harmless; a retry with the request's
+/// `Idempotency-Key` changes nothing even when the seats were returned in between.
 #[utoipa::path(
     post, path = "/events/{event_id}/withheld-seats", tag = "organizers",
     request_body = WithholdRequest,
@@ -81,12 +85,14 @@ pub(super) async fn withhold(
     headers: HeaderMap,
     ApiJson(body): ApiJson<WithholdRequest>,
 ) -> Result<impl IntoResponse, Problem> {
+    let key = idempotency_key(&headers)?;
     let command = Command::Withhold {
         organizer,
         seats: body.seats,
         label: body.label,
+        idempotency_key: key.clone(),
     };
-    send(state, event_id, &headers, command).await
+    send(state, event_id, &headers, key, command).await
 }
 
 /// Put withheld seats back on sale. For an event with a waiting room, admission goes on
@@ -111,20 +117,22 @@ pub(super) async fn return_seats(
     headers: HeaderMap,
     ApiJson(body): ApiJson<ReturnRequest>,
 ) -> Result<impl IntoResponse, Problem> {
+    let key = idempotency_key(&headers)?;
     let command = Command::ReturnWithheld {
         organizer,
         seats: body.seats,
+        idempotency_key: key.clone(),
     };
-    send(state, event_id, &headers, command).await
+    send(state, event_id, &headers, key, command).await
 }
 
 async fn send(
     state: CommandState,
     event_id: EventId,
     headers: &HeaderMap,
+    key: Option<String>,
     command: Command,
 ) -> Result<impl IntoResponse + use<>, Problem> {
-    let key = idempotency_key(headers)?;
     let request = Request::Command {
         event_id,
         command,

@@ -82,8 +82,20 @@ struct Sim {
 
 impl Sim {
     fn new(seat_map: SeatMap) -> Self {
+        Self::scheduled(info(seat_map))
+    }
+
+    /// An event with the no-orphan rule on.
+    fn no_orphans(seat_map: SeatMap) -> Self {
+        Self::scheduled(EventScheduled {
+            allow_orphan_seats: false,
+            ..info(seat_map)
+        })
+    }
+
+    fn scheduled(info: EventScheduled) -> Self {
         let mut sim = Self { state: None };
-        sim.exec(Command::Schedule(Box::new(info(seat_map))), None).unwrap();
+        sim.exec(Command::Schedule(Box::new(info)), None).unwrap();
         sim
     }
 
@@ -124,24 +136,43 @@ impl Sim {
     }
 
     fn withhold(&mut self, ids: &[&str], label: &str) -> Result<Vec<Event>, Rejection> {
+        self.withhold_keyed(ids, label, None)
+    }
+
+    fn give_back(&mut self, ids: &[&str]) -> Result<Vec<Event>, Rejection> {
+        self.give_back_keyed(ids, None)
+    }
+
+    /// A withhold sent with `key` as its `Idempotency-Key`, which the envelope carries too.
+    fn withhold_keyed(&mut self, ids: &[&str], label: &str, key: Option<&str>) -> Result<Vec<Event>, Rejection> {
         self.exec(
             Command::Withhold {
                 organizer: organizer(),
                 seats: seats(ids),
                 label: label.into(),
+                idempotency_key: key.map(str::to_owned),
             },
-            None,
+            key,
         )
     }
 
-    fn give_back(&mut self, ids: &[&str]) -> Result<Vec<Event>, Rejection> {
+    fn give_back_keyed(&mut self, ids: &[&str], key: Option<&str>) -> Result<Vec<Event>, Rejection> {
         self.exec(
             Command::ReturnWithheld {
                 organizer: organizer(),
                 seats: seats(ids),
+                idempotency_key: key.map(str::to_owned),
             },
-            None,
+            key,
         )
+    }
+
+    fn best(&mut self, who: u64, count: u8) -> Result<Vec<SeatId>, Rejection> {
+        let selection = SeatSelection::BestAvailable {
+            section: SectionCode::parse("A").unwrap(),
+            count,
+        };
+        self.reserve(who, u128::from(who), selection)
     }
 
     fn seat(&self, id: &str) -> SeatState {
@@ -260,6 +291,29 @@ fn aisle_prefers_a_block_on_an_aisle_and_falls_back_to_any() {
         sim.reserve(2, 2, aisle_only(3)).unwrap(),
         seats(&["A-1-8", "A-1-9", "A-1-10"])
     );
+    // Row 1 has no aisle left; row 2's aisle seats are wheelchair spaces, kept for accessible
+    // orders, so the frontmost block without them: row 1's centre.
+    assert_eq!(
+        sim.reserve(3, 3, aisle_only(3)).unwrap(),
+        seats(&["A-1-4", "A-1-5", "A-1-6"])
+    );
+    assert_eq!(
+        sim.reserve(4, 4, aisle_only(3)).unwrap(),
+        seats(&["A-2-4", "A-2-5", "A-2-6"])
+    );
+}
+
+#[test]
+fn an_aisle_block_comes_before_the_front_row() {
+    // Row 2's aisle seats here have no other attribute.
+    let mut seat_map = map();
+    seat_map.sections[0].rows[1].attributes = SeatAttributes {
+        aisle: vec![1, 10],
+        ..SeatAttributes::default()
+    };
+    let mut sim = Sim::new(seat_map);
+    sim.reserve(1, 1, aisle_only(3)).unwrap();
+    sim.reserve(2, 2, aisle_only(3)).unwrap();
     // Row 1 has no aisle left: row 2's aisle blocks come next, before row 1's centre.
     assert_eq!(
         sim.reserve(3, 3, aisle_only(3)).unwrap(),
@@ -332,6 +386,72 @@ fn unknown_sections_are_refused_for_attribute_orders_too() {
     );
 }
 
+/// Section `A` of one row of `seats` seats with the given wheelchair spaces and companion seats.
+fn one_row(seats: u16, wheelchair: &[u16], companion: &[u16]) -> SeatMap {
+    serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "STD", "name": "Standard", "price": 4000}],
+        "sections": [{"code": "A", "name": "Floor", "rows": [
+            {"name": "1", "seats": seats, "tier": "STD", "wheelchair": wheelchair, "companion": companion}
+        ]}]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn plain_best_available_keeps_wheelchair_spaces_until_nothing_else_is_left() {
+    // Seats 4 (wheelchair) and 5 (companion) are the row's centre.
+    let mut sim = Sim::new(one_row(8, &[4], &[5]));
+    // The centred pair would be 4-5: a fan who did not ask for an accessible block gets the
+    // closest pair without them.
+    assert_eq!(sim.best(1, 2).unwrap(), seats(&["A-1-2", "A-1-3"]));
+    assert_eq!(sim.best(2, 2).unwrap(), seats(&["A-1-6", "A-1-7"]));
+    // A fan who asks gets the wheelchair space with its companion seat.
+    assert_eq!(
+        sim.reserve(3, 3, accessible(2, false)).unwrap(),
+        seats(&["A-1-4", "A-1-5"])
+    );
+    sim.exec(
+        Command::Release {
+            customer: fan(3),
+            reservation_id: rid(3),
+        },
+        None,
+    )
+    .unwrap();
+    // Seats 1, 4-5 and 8 are free. A single would be seat 4, the closest to the centre, but it
+    // goes to a plain seat.
+    assert_eq!(sim.best(4, 1).unwrap(), seats(&["A-1-1"]));
+    // No pair avoids the accessible seats any more: a plain pair takes them rather than being
+    // refused.
+    assert_eq!(sim.best(5, 2).unwrap(), seats(&["A-1-4", "A-1-5"]));
+}
+
+#[test]
+fn accessible_orders_follow_the_no_orphan_rule() {
+    // Two accessible pairs: (1, 2) at the row's end and (5, 6) near its centre; seat 8 is taken,
+    // so the pair 5-6 would leave seat 7 alone.
+    let row = || one_row(9, &[2, 5], &[1, 6]);
+    let mut sim = Sim::no_orphans(row());
+    sim.withhold(&["A-1-8"], "sound desk").unwrap();
+    assert_eq!(
+        sim.reserve(1, 1, accessible(2, false)).unwrap(),
+        seats(&["A-1-1", "A-1-2"])
+    );
+    // Only 5-6 is left: it strands seat 7, but it is the only accessible pair, so it is taken.
+    assert_eq!(
+        sim.reserve(2, 2, accessible(2, false)).unwrap(),
+        seats(&["A-1-5", "A-1-6"])
+    );
+
+    // With the rule off the centred pair wins.
+    let mut sim = Sim::new(row());
+    sim.withhold(&["A-1-8"], "sound desk").unwrap();
+    assert_eq!(
+        sim.reserve(1, 1, accessible(2, false)).unwrap(),
+        seats(&["A-1-5", "A-1-6"])
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Organizer holds.
 // ---------------------------------------------------------------------------------------------
@@ -344,6 +464,7 @@ fn withheld_seats_are_not_sellable_until_returned() {
         vec![Event::SeatsWithheld(SeatsWithheld {
             seats: seats(&["A-1-5", "A-1-6"]),
             label: "house seats".into(),
+            request: None,
         })]
     );
     assert_eq!(sim.seat("A-1-5"), SeatState::Withheld);
@@ -369,7 +490,8 @@ fn withheld_seats_are_not_sellable_until_returned() {
     assert_eq!(
         sim.give_back(&["A-1-6"]).unwrap(),
         vec![Event::SeatsReturned(SeatsReturned {
-            seats: seats(&["A-1-6"])
+            seats: seats(&["A-1-6"]),
+            request: None,
         })]
     );
     assert_eq!(sim.seat("A-1-6"), SeatState::Available);
@@ -393,11 +515,89 @@ fn withholding_and_returning_again_changes_nothing() {
         vec![Event::SeatsWithheld(SeatsWithheld {
             seats: seats(&["A-1-3"]),
             label: "camera".into(),
+            request: None,
         })]
     );
     sim.give_back(&["A-1-1", "A-1-2", "A-1-3"]).unwrap();
     assert_eq!(sim.give_back(&["A-1-1", "A-1-2", "A-1-3"]), Ok(vec![]));
     assert_eq!(sim.state().counts.available, 30);
+}
+
+#[test]
+fn a_keyed_withhold_retried_after_a_return_changes_nothing() {
+    let mut sim = Sim::new(map());
+    let house = ["A-1-1", "A-1-2"];
+    let written = sim.withhold_keyed(&house, "house seats", Some("w1")).unwrap();
+    let [Event::SeatsWithheld(e)] = written.as_slice() else {
+        panic!("{written:?}")
+    };
+    assert_eq!(e.seats, seats(&house));
+    assert_eq!(e.request.as_ref().map(String::len), Some(64), "a SHA-256 digest");
+    sim.give_back_keyed(&house, Some("r1")).unwrap();
+    // The withhold's retry arrives late: it was done, so it does not withhold again; nor does
+    // the return's retry change anything.
+    assert_eq!(
+        sim.withhold_keyed(&["A-1-2", "A-1-1"], "house seats", Some("w1")),
+        Ok(vec![])
+    );
+    assert_eq!(sim.give_back_keyed(&house, Some("r1")), Ok(vec![]));
+    assert_eq!(sim.seat("A-1-1"), SeatState::Available);
+    assert_eq!(sim.state().counts.withheld, 0);
+    // A new key is a new request.
+    assert_eq!(sim.withhold_keyed(&house, "house seats", Some("w2")).unwrap().len(), 1);
+    assert_eq!(sim.state().counts.withheld, 2);
+}
+
+#[test]
+fn a_key_that_wrote_another_request_is_refused() {
+    let mut sim = Sim::new(map());
+    sim.withhold_keyed(&["A-1-1"], "house seats", Some("k")).unwrap();
+    let before = sim.state().counts;
+    for attempt in [
+        sim.withhold_keyed(&["A-1-1", "A-1-2"], "house seats", Some("k")),
+        sim.withhold_keyed(&["A-1-1"], "camera", Some("k")),
+        sim.give_back_keyed(&["A-1-1"], Some("k")),
+    ] {
+        assert_eq!(attempt, Err(Rejection::IdempotencyKeyReused));
+    }
+    assert_eq!(sim.state().counts, before, "refusals change nothing");
+}
+
+#[test]
+fn a_keyed_request_that_changes_no_seat_still_keeps_its_key() {
+    let mut sim = Sim::new(map());
+    sim.withhold(&["A-1-1"], "house seats").unwrap();
+    // Already withheld under this label: no seat changes, but the key is written.
+    assert_eq!(
+        sim.withhold_keyed(&["A-1-1"], "house seats", Some("again")).unwrap(),
+        vec![Event::SeatsWithheld(SeatsWithheld {
+            seats: vec![],
+            label: "house seats".into(),
+            request: Some(sim.state().organizer_requests["again"].clone()),
+        })]
+    );
+    sim.give_back(&["A-1-1"]).unwrap();
+    assert_eq!(sim.withhold_keyed(&["A-1-1"], "house seats", Some("again")), Ok(vec![]));
+    assert_eq!(sim.seat("A-1-1"), SeatState::Available);
+    // Without a key a request that changes nothing writes nothing, as before.
+    assert_eq!(sim.give_back(&["A-1-1"]), Ok(vec![]));
+}
+
+#[test]
+fn a_snapshot_keeps_the_keys_of_organizer_requests() {
+    let mut sim = Sim::new(map());
+    sim.withhold_keyed(&["A-2-3"], "camera", Some("w1")).unwrap();
+    sim.give_back_keyed(&["A-2-3"], Some("r1")).unwrap();
+    let snapshot = sim.state().snapshot();
+    let json = serde_json::to_string(&snapshot).unwrap();
+    let restored = EventState::from_snapshot(serde_json::from_str(&json).unwrap());
+    assert_eq!(restored.organizer_requests, sim.state().organizer_requests);
+    sim.state = Some(restored);
+    assert_eq!(sim.withhold_keyed(&["A-2-3"], "camera", Some("w1")), Ok(vec![]));
+    assert_eq!(sim.seat("A-2-3"), SeatState::Available);
+    // A snapshot of an event without keyed requests has no field for them (older bytes).
+    let plain = Sim::new(map()).state().snapshot();
+    assert!(!serde_json::to_string(&plain).unwrap().contains("organizer_requests"));
 }
 
 #[test]
@@ -447,6 +647,7 @@ fn bad_hold_requests_are_refused() {
                 organizer: other.clone(),
                 seats: seats(&["A-1-1"]),
                 label: "x".into(),
+                idempotency_key: None,
             },
             Rejection::NotYourEvent,
         ),
@@ -454,6 +655,7 @@ fn bad_hold_requests_are_refused() {
             Command::ReturnWithheld {
                 organizer: other,
                 seats: seats(&["A-1-1"]),
+                idempotency_key: None,
             },
             Rejection::NotYourEvent,
         ),
@@ -462,6 +664,7 @@ fn bad_hold_requests_are_refused() {
                 organizer: organizer(),
                 seats: vec![],
                 label: "x".into(),
+                idempotency_key: None,
             },
             Rejection::BadWithholdSize { asked: 0 },
         ),
@@ -470,6 +673,7 @@ fn bad_hold_requests_are_refused() {
                 organizer: organizer(),
                 seats: seats(&["A-1-1"]),
                 label: "  ".into(),
+                idempotency_key: None,
             },
             Rejection::BadLabel,
         ),
@@ -478,6 +682,7 @@ fn bad_hold_requests_are_refused() {
                 organizer: organizer(),
                 seats: seats(&["A-1-1"]),
                 label: "x".repeat(MAX_LABEL + 1),
+                idempotency_key: None,
             },
             Rejection::BadLabel,
         ),
@@ -486,6 +691,7 @@ fn bad_hold_requests_are_refused() {
                 organizer: organizer(),
                 seats: seats(&["A-1-1", "A-1-1"]),
                 label: "x".into(),
+                idempotency_key: None,
             },
             Rejection::DuplicateSeat(seat("A-1-1")),
         ),
@@ -493,6 +699,7 @@ fn bad_hold_requests_are_refused() {
             Command::ReturnWithheld {
                 organizer: organizer(),
                 seats: seats(&["A-1-11", "A-9-1"]),
+                idempotency_key: None,
             },
             Rejection::UnknownSeats(seats(&["A-1-11", "A-9-1"])),
         ),
@@ -500,6 +707,7 @@ fn bad_hold_requests_are_refused() {
             Command::ReturnWithheld {
                 organizer: organizer(),
                 seats: vec![seat("A-1-1"); MAX_SEATS_PER_WITHHOLD + 1],
+                idempotency_key: None,
             },
             Rejection::BadWithholdSize {
                 asked: MAX_SEATS_PER_WITHHOLD + 1,
@@ -658,6 +866,45 @@ proptest! {
                 prop_assert!(got.windows(2).all(|w| w[1].number == w[0].number + 1));
             }
             Err(Rejection::NoAccessibleSeats { .. }) => prop_assert!(!exists),
+            Err(other) => prop_assert!(false, "unexpected {:?}", other),
+        }
+    }
+
+    /// Plain best-available takes a wheelchair space or a companion seat only when no block of
+    /// its size without one is free (checked by brute force), and finds a block whenever one
+    /// exists.
+    #[test]
+    fn plain_best_available_keeps_accessible_seats_when_it_can(
+        (seats_in_row, candidates, aisle_flags, taken, count) in row_case()
+    ) {
+        let attrs = attributes(seats_in_row, &candidates, &aisle_flags);
+        let mut seat_map = map();
+        seat_map.sections[0].rows = vec![Row {
+            name: frontrow_schema::seatmap::RowName::parse("1").unwrap(),
+            seats: seats_in_row,
+            tier: TierCode::parse("STD").unwrap(),
+            attributes: attrs.clone(),
+        }];
+        let mut sim = Sim::new(seat_map);
+        let taken_ids: Vec<String> =
+            (1..=seats_in_row).filter(|&n| taken[usize::from(n - 1)]).map(|n| format!("A-1-{n}")).collect();
+        if !taken_ids.is_empty() {
+            let ids: Vec<&str> = taken_ids.iter().map(String::as_str).collect();
+            sim.withhold(&ids, "taken").unwrap();
+        }
+        let free = |n: u16| !taken[usize::from(n - 1)];
+        let accessible_seat = |n: u16| attrs.wheelchair.contains(&n) || attrs.companion.contains(&n);
+        let block = |start: u16| start..start + u16::from(count);
+        let fits = |start: u16| start + u16::from(count) - 1 <= seats_in_row && block(start).all(free);
+        let exists = (1..=seats_in_row).any(fits);
+        let plain_exists = (1..=seats_in_row).any(|s| fits(s) && !block(s).any(accessible_seat));
+        match sim.best(1, count) {
+            Ok(got) => {
+                prop_assert!(fits(got[0].number), "{:?} is not free and adjacent", got);
+                let takes_accessible = got.iter().any(|s| accessible_seat(s.number));
+                prop_assert!(!takes_accessible || !plain_exists, "{:?} took accessible seats", got);
+            }
+            Err(Rejection::NoAdjacentSeats { .. }) => prop_assert!(!exists),
             Err(other) => prop_assert!(false, "unexpected {:?}", other),
         }
     }

@@ -118,9 +118,16 @@ pub enum Command {
         organizer: OrganizerId,
         seats: Vec<SeatId>,
         label: String,
+        /// The request's `Idempotency-Key`: a retry with it changes nothing more, even after
+        /// the seats were returned in between.
+        idempotency_key: Option<String>,
     },
     /// The organizer puts withheld seats back on sale.
-    ReturnWithheld { organizer: OrganizerId, seats: Vec<SeatId> },
+    ReturnWithheld {
+        organizer: OrganizerId,
+        seats: Vec<SeatId>,
+        idempotency_key: Option<String>,
+    },
 }
 
 /// The organizer's waiting-room settings.
@@ -312,8 +319,13 @@ pub fn decide(
             organizer,
             seats,
             label,
-        } => withhold(state, organizer, seats, label),
-        Command::ReturnWithheld { organizer, seats } => return_withheld(state, organizer, seats),
+            idempotency_key,
+        } => withhold(state, organizer, seats, label, idempotency_key.as_deref()),
+        Command::ReturnWithheld {
+            organizer,
+            seats,
+            idempotency_key,
+        } => return_withheld(state, organizer, seats, idempotency_key.as_deref()),
     }
 }
 

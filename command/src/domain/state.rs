@@ -100,6 +100,9 @@ pub struct EventState {
     pub live: HashMap<CustomerId, Vec<ReservationId>>,
     /// The label of every seat the organizer withholds, by seat index.
     pub withheld: BTreeMap<u32, String>,
+    /// The request digest of every organizer hold or return written with an `Idempotency-Key`,
+    /// by key (see [`super::withheld`]).
+    pub organizer_requests: BTreeMap<String, String>,
 }
 
 /// Everything of an [`EventState`] that cannot be derived from the rest: what a snapshot
@@ -117,6 +120,9 @@ pub struct EventSnapshot {
     /// Absent when no seat is withheld (and in older snapshots).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub withheld: Vec<WithheldSeats>,
+    /// Absent when no organizer hold came with an `Idempotency-Key` (and in older snapshots).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub organizer_requests: BTreeMap<String, String>,
 }
 
 impl EventState {
@@ -134,6 +140,7 @@ impl EventState {
             payments_seen,
             queue: self.queue.clone(),
             withheld: self.withheld_by_label(),
+            organizer_requests: self.organizer_requests.clone(),
         }
     }
 
@@ -158,6 +165,7 @@ impl EventState {
         state.sequence = snapshot.sequence;
         state.payments_seen = snapshot.payments_seen.into_iter().collect();
         state.queue = snapshot.queue;
+        state.organizer_requests = snapshot.organizer_requests;
         for group in snapshot.withheld {
             for seat in group.seats {
                 state.withhold(seat, &group.label);
@@ -204,6 +212,7 @@ impl EventState {
             queue: None,
             live: HashMap::new(),
             withheld: BTreeMap::new(),
+            organizer_requests: BTreeMap::new(),
         }
     }
 
@@ -294,6 +303,7 @@ impl EventState {
                 for i in self.indexes(&e.seats) {
                     self.withhold(i, &e.label);
                 }
+                self.organizer_request(idempotency_key, &e.request);
             }
             Event::SeatsReturned(e) => {
                 for i in self.indexes(&e.seats) {
@@ -301,6 +311,7 @@ impl EventState {
                         self.set_seat(i, SeatState::Available);
                     }
                 }
+                self.organizer_request(idempotency_key, &e.request);
             }
             Event::Queue(QueueEvent::Opened(config)) => match self.queue.as_mut() {
                 Some(queue) => queue.apply(&QueueEvent::Opened(config.clone())),
@@ -366,6 +377,13 @@ impl EventState {
         // Seats in the log were valid for the layout when decided, and the layout only changes
         // before any reservation exists; an unknown seat here would be a corrupted log.
         seats.iter().filter_map(|s| self.layout.index_of(s)).collect()
+    }
+
+    /// Remembers an organizer request written with an `Idempotency-Key`.
+    fn organizer_request(&mut self, key: Option<&str>, digest: &Option<String>) {
+        if let (Some(key), Some(digest)) = (key, digest) {
+            self.organizer_requests.insert(key.to_owned(), digest.clone());
+        }
     }
 
     fn withhold(&mut self, index: u32, label: &str) {

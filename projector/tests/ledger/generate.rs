@@ -314,12 +314,17 @@ impl Generator {
                         .map(|&i| state.layout.seat_at(i))
                         .collect();
                     if state.seats[from[start] as usize] == SeatState::Withheld {
-                        Command::ReturnWithheld { organizer, seats }
+                        Command::ReturnWithheld {
+                            organizer,
+                            seats,
+                            idempotency_key: None,
+                        }
                     } else {
                         Command::Withhold {
                             organizer,
                             seats,
                             label: "house seats".into(),
+                            idempotency_key: None,
                         }
                     }
                 }

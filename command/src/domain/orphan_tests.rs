@@ -114,7 +114,11 @@ impl Sale {
     }
 
     fn exec(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
-        let events = decide(self.state.as_ref(), event_id(), &command, onsale())?;
+        self.exec_at(command, onsale())
+    }
+
+    fn exec_at(&mut self, command: Command, now: DateTime<Utc>) -> Result<Vec<Event>, Rejection> {
+        let events = decide(self.state.as_ref(), event_id(), &command, now)?;
         for e in &events {
             apply(&mut self.state, e, None);
         }
@@ -315,6 +319,46 @@ fn a_seat_alone_already_neither_blocks_a_selection_nor_counts_against_it() {
     );
     assert_eq!(sale.pick(&["A-1-5", "A-1-6", "A-1-7", "A-1-8"]).map(|s| s.len()), Ok(4));
     assert_eq!(sale.picture(), ["xxxxxxxx"]);
+}
+
+/// A late payment is not a choice of seats: the fan chose them when the rule allowed it and has
+/// paid, so their seats are booked whenever they are all still free, even if the row has
+/// changed around them since. Refusing would refund a sale to keep a seat that may never sell.
+#[test]
+fn a_late_payment_books_its_free_seats_even_where_they_now_strand_one() {
+    let mut sale = Sale::given(&["......."], 6, false);
+    assert_eq!(sale.pick(&["A-1-3", "A-1-4"]).unwrap().len(), 2);
+    let late = ReservationId::from_uuid(Uuid::from_u128(sale.orders));
+    let after_the_hold = onsale() + Duration::minutes(11);
+    sale.exec_at(Command::Expire { reservation_id: late }, after_the_hold)
+        .unwrap();
+    assert_eq!(sale.picture(), ["......."]);
+    // Another fan takes 6-7 meanwhile; 3-4 would now leave seat 5 alone, and a fan picking
+    // them now would be refused.
+    sale.pick(&["A-1-6", "A-1-7"]).unwrap();
+    assert_eq!(
+        sale.pick(&["A-1-3", "A-1-4"]),
+        Err(Rejection::OrphanSeat(seat_ids(&["A-1-5"])))
+    );
+    let amount = sale.state().reservations[&late].amount;
+    let events = sale
+        .exec_at(
+            Command::PaymentSucceeded {
+                reservation_id: late,
+                payment: Payment {
+                    provider_event_id: "evt_late".into(),
+                    payment_intent: "pi_late".into(),
+                    amount,
+                },
+            },
+            after_the_hold,
+        )
+        .unwrap();
+    assert!(
+        matches!(events.as_slice(), [Event::SeatsBooked(SeatsBooked { late: true, .. })]),
+        "{events:?}"
+    );
+    assert_eq!(sale.picture(), ["..xx.xx"]);
 }
 
 #[test]

@@ -211,6 +211,26 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
         (&ga["tier"], &ga["seats_booked"], &ga["net"]),
         (&json!("GA"), &json!(4), &json!(12000))
     );
+    // The HTML report draws the zone's places as squares of their own, like the row's seats:
+    // 8 squares for 2 seats and 6 places, the 4 sold ones coloured.
+    let out = tempfile::tempdir().unwrap();
+    analytics_cli(
+        &app,
+        &["--event", &event.to_string(), "--out", out.path().to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    let svg = html
+        .split("<svg id=\"seatmap-")
+        .nth(1)
+        .and_then(|s| s.split("</svg>").next())
+        .expect("a seat map");
+    assert!(svg.contains(">FLOOR (standing)</text>"), "{svg}");
+    assert_eq!(svg.matches("<rect").count(), 8, "{svg}");
+    assert_eq!(
+        svg.matches("fill=\"#d0d7de\"").count(),
+        4,
+        "unsold squares are grey: {svg}"
+    );
     // And its past map has the zone's counts as they were.
     let position = released["position"].as_str().unwrap();
     let past = analytics(&app, &["map", "--event", &event.to_string(), "--at", position]);

@@ -8,6 +8,8 @@
 
 use std::fmt::Write;
 
+use frontrow_schema::seatmap::RowSpan;
+
 use crate::figures::{EventReport, QueueFigures};
 use crate::report::Report;
 
@@ -288,8 +290,9 @@ fn queue_chart(h: &mut String, q: &QueueFigures) {
 }
 
 /// Every seat as a small square, rows left to right and top to bottom within its section, the
-/// sections laid out left to right and wrapped to the page width; coloured from dark (sold
-/// first) to light (sold last), unsold seats grey.
+/// sections laid out left to right and wrapped to the page width; a standing zone's places as a
+/// block of squares [`ZONE_COLUMNS`] wide, lowest-numbered first (the order they are taken in).
+/// Coloured from dark (sold first) to light (sold last), unsold seats grey.
 fn seat_map(h: &mut String, e: &EventReport) {
     const CELL: f64 = 4.0;
     const GAP: f64 = 12.0;
@@ -301,12 +304,16 @@ fn seat_map(h: &mut String, e: &EventReport) {
         sold.iter().max().copied().unwrap_or(0),
     );
     let span = (t1 - t0).max(1) as f64;
+    // Each section's squares as (column, line, flat seat index), and its size in squares.
+    let blocks: Vec<SectionBlock> = (0..e.layout.section_count())
+        .map(|si| SectionBlock::new(e.layout.section_rows(si)))
+        .collect();
     // Place the sections: (x, y) of each block's top left corner.
-    let mut places = Vec::with_capacity(map.sections.len());
+    let mut places = Vec::with_capacity(blocks.len());
     let (mut x, mut y, mut line_height, mut width) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    for section in &map.sections {
-        let w = f64::from(section.rows.iter().map(|r| r.seats).max().unwrap_or(1)) * CELL;
-        let h = section.rows.len() as f64 * CELL + LABEL;
+    for block in &blocks {
+        let w = f64::from(block.columns.max(1)) * CELL;
+        let h = f64::from(block.lines) * CELL + LABEL;
         if x > 0.0 && x + w > WIDTH {
             x = 0.0;
             y += line_height + GAP;
@@ -324,29 +331,27 @@ fn seat_map(h: &mut String, e: &EventReport) {
         e.event_id,
         width.min(WIDTH)
     );
-    for (si, (section, (x, y))) in map.sections.iter().zip(places).enumerate() {
+    for ((section, block), (x, y)) in map.sections.iter().zip(&blocks).zip(places) {
+        let standing = if section.standing.is_some() { " (standing)" } else { "" };
         let _ = write!(
             h,
-            "<text x=\"{x}\" y=\"{:.1}\">{}</text>",
+            "<text x=\"{x}\" y=\"{:.1}\">{}{standing}</text>",
             y + 9.0,
             esc(section.code.as_str())
         );
-        for (ri, row) in section.rows.iter().enumerate() {
-            let start = e.layout.section_rows(si)[ri].start as usize;
-            let row_y = y + LABEL + ri as f64 * CELL;
-            for n in 0..usize::from(row.seats) {
-                let colour = match e.sold_at.get(start + n).copied().flatten() {
-                    Some(t) => ramp((t.timestamp() - t0) as f64 / span),
-                    None => "#d0d7de".to_owned(),
-                };
-                let _ = write!(
-                    h,
-                    "<rect x=\"{:.1}\" y=\"{row_y:.1}\" width=\"{}\" height=\"{}\" fill=\"{colour}\"/>",
-                    x + n as f64 * CELL,
-                    CELL - 0.5,
-                    CELL - 0.5
-                );
-            }
+        for (column, line, seat) in block.squares() {
+            let colour = match e.sold_at.get(seat as usize).copied().flatten() {
+                Some(t) => ramp((t.timestamp() - t0) as f64 / span),
+                None => "#d0d7de".to_owned(),
+            };
+            let _ = write!(
+                h,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{}\" height=\"{}\" fill=\"{colour}\"/>",
+                x + f64::from(column) * CELL,
+                y + LABEL + f64::from(line) * CELL,
+                CELL - 0.5,
+                CELL - 0.5
+            );
         }
     }
     let _ = writeln!(
@@ -354,6 +359,50 @@ fn seat_map(h: &mut String, e: &EventReport) {
         "</svg>\n<p class=\"note\">Dark: sold first, light: sold last ({}s from the first to the last sale still standing); grey: unsold.</p>",
         t1 - t0
     );
+}
+
+/// How many squares wide a standing zone's block is drawn.
+const ZONE_COLUMNS: u32 = 50;
+
+/// One section of the drawn seat map: its rows (or its zone's places) as lines of squares.
+struct SectionBlock<'a> {
+    spans: &'a [RowSpan],
+    /// Squares across and lines down.
+    columns: u32,
+    lines: u32,
+}
+
+impl<'a> SectionBlock<'a> {
+    fn new(spans: &'a [RowSpan]) -> Self {
+        let (mut columns, mut lines) = (0, 0);
+        for span in spans {
+            let (c, l) = Self::shape(span);
+            columns = u32::max(columns, c);
+            lines += l;
+        }
+        Self { spans, columns, lines }
+    }
+
+    /// A row is one line of its seats; a zone wraps its places every [`ZONE_COLUMNS`].
+    fn shape(span: &RowSpan) -> (u32, u32) {
+        let seats = u32::from(span.seats);
+        if span.standing {
+            (seats.min(ZONE_COLUMNS), seats.div_ceil(ZONE_COLUMNS))
+        } else {
+            (seats, 1)
+        }
+    }
+
+    /// Every square as `(column, line, flat seat index)`.
+    fn squares(&self) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
+        let mut first_line = 0;
+        self.spans.iter().flat_map(move |span| {
+            let (columns, lines) = Self::shape(span);
+            let top = first_line;
+            first_line += lines;
+            (0..u32::from(span.seats)).map(move |n| (n % columns.max(1), top + n / columns.max(1), span.start + n))
+        })
+    }
 }
 
 /// A colour from dark blue (0) to yellow (1).
@@ -377,6 +426,31 @@ mod tests {
         assert_eq!(ramp(0.0), "#0a2a6b");
         assert_eq!(ramp(1.0), "#f5d03b");
         assert_eq!(money(123_456), "1234.56");
+    }
+
+    #[test]
+    fn a_standing_zone_is_drawn_as_lines_of_its_places() {
+        let span = |row, start, seats, standing| RowSpan {
+            section: 0,
+            row,
+            start,
+            seats,
+            price: 100,
+            standing,
+        };
+        let zone = [span(0, 40, 120, true)];
+        let block = SectionBlock::new(&zone);
+        assert_eq!((block.columns, block.lines), (ZONE_COLUMNS, 3));
+        let squares: Vec<_> = block.squares().collect();
+        assert_eq!(squares.len(), 120);
+        assert_eq!(squares[0], (0, 0, 40));
+        assert_eq!(squares[50], (0, 1, 90));
+        assert_eq!(squares[119], (19, 2, 159));
+        // Rows are a line each, as wide as the widest.
+        let rows = [span(0, 0, 10, false), span(1, 10, 14, false)];
+        let block = SectionBlock::new(&rows);
+        assert_eq!((block.columns, block.lines), (14, 2));
+        assert_eq!(block.squares().last(), Some((13, 1, 23)));
     }
 
     #[test]

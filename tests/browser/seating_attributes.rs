@@ -62,6 +62,37 @@ async fn attributes_are_marked_and_withheld_seats_are_not_for_sale() -> anyhow::
         )
         .await?;
     }
+    // A picked seat is marked with a white tick, never with the companion seat's white square:
+    // just up and left of the centre, inside the square's mark and clear of the tick, a picked
+    // companion seat (A-1-2) is dark and an unpicked one (A-1-9) is white.
+    click_seat(&b, "A-1-2").await?;
+    let inside_the_square = (-0.08, -0.08);
+    let dark = |[r, g, bl]: [u8; 3]| u32::from(r) + u32::from(g) + u32::from(bl) < 150;
+    let picked = b
+        .wait_until(
+            "attrs-picked-mark",
+            WAIT,
+            "the picked seat is repainted dark",
+            || async {
+                let c = seat_colour(&b, "A-1-2", "A-1-3", inside_the_square).await?;
+                Ok(dark(c).then_some(c))
+            },
+        )
+        .await?;
+    let companion = seat_colour(&b, "A-1-9", "A-1-10", inside_the_square).await?;
+    b.check(
+        "attrs-picked-not-companion",
+        companion.iter().all(|&v| v > 230),
+        format!("picked {picked:?}, companion {companion:?}"),
+    )
+    .await?;
+    b.screenshot("attrs-2-picked-companion-seat").await?;
+    b.js(
+        "document.querySelector('.status-key').scrollIntoView({block: 'center'});",
+        vec![],
+    )
+    .await?;
+    b.screenshot("attrs-3-legend").await?;
     // A seat withheld while the fan looks turns unavailable through the live stream.
     anyhow::ensure!(withhold(json!(["A-1-6"])).await?.status() == 200);
     wait_status(&b, "attrs-live-withheld", "A-1-6", "W", WAIT).await?;

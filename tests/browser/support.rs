@@ -146,6 +146,32 @@ pub async fn click_seat(b: &Browser, seat: &str) -> anyhow::Result<()> {
     .await
 }
 
+/// The colour the map paints near the centre of a seat, as `[r, g, b]`: at its centre moved by
+/// `offset` seat pitches right and down (the pitch is the distance to `neighbour`'s centre in
+/// the same row), read from the canvas where `frontrowMap.seatCenter` says the seats are.
+pub async fn seat_colour(b: &Browser, seat: &str, neighbour: &str, offset: (f64, f64)) -> anyhow::Result<[u8; 3]> {
+    let v = b
+        .js(
+            "const [seat, next, fx, fy] = arguments;
+             const p = window.frontrowMap.seatCenter(seat);
+             const q = window.frontrowMap.seatCenter(next);
+             if (!p || !q) return null;
+             const pitch = Math.hypot(q.x - p.x, q.y - p.y);
+             const c = document.getElementById('seat-map');
+             const r = c.getBoundingClientRect();
+             const k = c.width / r.width;
+             const x = Math.round((p.x + fx * pitch - r.left) * k), y = Math.round((p.y + fy * pitch - r.top) * k);
+             const d = c.getContext('2d').getImageData(x, y, 1, 1).data;
+             return [d[0], d[1], d[2]];",
+            vec![json!(seat), json!(neighbour), json!(offset.0), json!(offset.1)],
+        )
+        .await?;
+    let rgb: Vec<u8> =
+        serde_json::from_value(v.clone()).map_err(|e| anyhow::anyhow!("{seat} is not on screen ({v}): {e}"))?;
+    anyhow::ensure!(rgb.len() == 3, "{seat}: {v}");
+    Ok([rgb[0], rgb[1], rgb[2]])
+}
+
 /// Moves the page's `Date.now()` forward by `by` (and keeps it moved on this document): the
 /// server's manual clock jumps, and in real life the fan's clock would have moved as much.
 /// `performance.now()` is left alone.

@@ -422,8 +422,11 @@ export class SeatMap {
     const sx = x + INSET;
     const sy = y + INSET;
     if (this.picked.has(i)) {
+      // A white tick on black: no attribute mark looks like it (a companion seat is a square).
       paths.picked.rect(sx, sy, SEAT, SEAT);
-      paths.core.rect(sx + SEAT * 0.3, sy + SEAT * 0.3, SEAT * 0.4, SEAT * 0.4);
+      paths.core.moveTo(sx + SEAT * 0.22, sy + SEAT * 0.52);
+      paths.core.lineTo(sx + SEAT * 0.42, sy + SEAT * 0.72);
+      paths.core.lineTo(sx + SEAT * 0.78, sy + SEAT * 0.3);
       return;
     }
     switch (this.layout.status[i]) {
@@ -471,8 +474,13 @@ export class SeatMap {
     ctx.stroke(paths.slash);
     ctx.fillStyle = COLOUR.picked;
     ctx.fill(paths.picked);
-    ctx.fillStyle = COLOUR.pickedCore;
-    ctx.fill(paths.core);
+    ctx.strokeStyle = COLOUR.pickedCore;
+    ctx.lineWidth = SEAT * 0.16;
+    ctx.lineCap = 'round';
+    ctx.lineJoin = 'round';
+    ctx.stroke(paths.core);
+    ctx.lineCap = 'butt';
+    ctx.lineJoin = 'miter';
     ctx.fillStyle = COLOUR.mark;
     ctx.fill(paths.marks);
   }

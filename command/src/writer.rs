@@ -148,6 +148,12 @@ struct WritersInner {
     assigned: Vec<std::sync::atomic::AtomicBool>,
     /// A re-acquire after fencing is under way.
     reacquiring: Vec<std::sync::atomic::AtomicBool>,
+    /// Held through each acquire of the partition, from the ownership check to serving. Two
+    /// acquires at once (the group's assignment and a re-acquire after fencing) would each
+    /// restore a writer, and both writers would append through the process's one producer of
+    /// the partition: the journal fences other processes, not this process's own writers, so
+    /// the second writer's decisions would miss the first one's records.
+    acquiring: Vec<tokio::sync::Mutex<()>>,
 }
 
 impl Writers {
@@ -161,6 +167,7 @@ impl Writers {
                 generations: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 assigned: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 reacquiring: (0..journal.partitions()).map(|_| Default::default()).collect(),
+                acquiring: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 journal,
                 clock,
                 config,
@@ -205,10 +212,11 @@ impl Writers {
     /// [`assign`](Self::assign): does nothing if the partition was released since. Says
     /// whether this process serves the partition now.
     pub async fn acquire_assigned(&self, partition: u32, assignment: u64) -> Result<bool, JournalError> {
+        let inner = &self.inner;
+        let _one_at_a_time = inner.acquiring[partition as usize].lock().await;
         if self.owns(partition) {
             return Ok(true);
         }
-        let inner = &self.inner;
         if inner.generations[partition as usize].load(Ordering::SeqCst) != assignment {
             info!(partition, "partition released before it was acquired; not acquiring it");
             return Ok(false);

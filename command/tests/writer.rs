@@ -24,12 +24,20 @@ struct Gate {
     waiting: AtomicUsize,
     closed: AtomicBool,
     fail_next: AtomicBool,
+    /// Claims of a partition so far (each restore of a writer makes one).
+    claims: AtomicUsize,
 }
 
 #[async_trait]
 impl Journal for Gate {
     fn partitions(&self) -> u32 {
         self.inner.partitions()
+    }
+    async fn claim(&self, partition: u32) -> Result<(), JournalError> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        // As slow as fencing through a Kafka coordinator, so that acquires overlap.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        self.inner.claim(partition).await
     }
     async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
         if self.closed.load(Ordering::SeqCst) {
@@ -66,6 +74,7 @@ fn gate(dir: &tempfile::TempDir) -> Arc<Gate> {
         waiting: AtomicUsize::new(0),
         closed: AtomicBool::new(false),
         fail_next: AtomicBool::new(false),
+        claims: AtomicUsize::new(0),
     })
 }
 
@@ -581,4 +590,32 @@ async fn a_graceful_stop_after_a_failed_append_snapshots_only_what_the_log_has()
     assert_eq!(retried.recorded, vec!["frontrow.seats.booked"]);
     assert_eq!(retried.reservation.unwrap().status, "booked");
     writers.shutdown().await;
+}
+
+/// The group's assignment and a re-acquire after fencing can acquire one partition at the same
+/// time. They must end with one writer restored once: two writers of one partition in one
+/// process would both append through its one producer (the journal fences other processes, not
+/// this one's own writers), the second deciding without the first one's records. The chaos run
+/// on a Kafka cluster wrote the same event sequences twice that way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_acquires_of_a_partition_at_once_restore_one_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let journal = gate(&dir);
+    let writers = Writers::new(journal.clone(), clock.clone(), WriterConfig::default());
+    let (a, b) = tokio::join!(writers.acquire(0), writers.acquire(0));
+    assert_eq!(
+        (a.unwrap(), b.unwrap()),
+        (true, true),
+        "both say the partition is served"
+    );
+    assert_eq!(journal.claims.load(Ordering::SeqCst), 1, "one writer was restored");
+    assert!(writers.owns(0));
+    // And it serves: a reservation on the one writer, read back through it.
+    let info = event(clock.as_ref());
+    let id = info.event_id;
+    schedule(&writers, info).await;
+    let held = writers.send(reserve(id, "a", &["A-1-5"], "k1")).await.unwrap();
+    let again = writers.send(get(id, "a", &held)).await.unwrap();
+    assert_eq!(again.reservation, held.reservation);
 }

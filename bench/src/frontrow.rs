@@ -111,7 +111,8 @@ impl FrontRow {
     }
 }
 
-/// Every event's state in `journal`, replayed through the domain's `apply`.
+/// Every event's state in `journal`, replayed through the domain's `apply`. Fails when an event's
+/// sequence numbers repeat or skip (two writers of one event).
 pub async fn replay_journal(journal: &dyn Journal) -> anyhow::Result<HashMap<EventId, EventState>> {
     let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
     for p in 0..journal.partitions() {
@@ -133,6 +134,17 @@ pub async fn replay_journal(journal: &dyn Journal) -> anyhow::Result<HashMap<Eve
                 let env = decode(&r.value).context("decoding a journal record")?;
                 let state = states.entry(env.event_id).or_default();
                 domain::apply(state, &env.event, env.idempotency_key.as_deref());
+                // One writer decides an event at a time, so its stream counts 1, 2, 3, ... with
+                // no number twice: a repeat means two writers decided from the same state.
+                let applied = state.as_ref().map(|s| s.sequence);
+                anyhow::ensure!(
+                    applied == Some(env.sequence),
+                    "event {}: record at partition {p} offset {} has sequence {}, the replay expected {applied:?}: \
+                     two writers decided this event from the same state",
+                    env.event_id,
+                    r.offset,
+                    env.sequence
+                );
             }
         }
     }

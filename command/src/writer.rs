@@ -148,7 +148,8 @@ struct WritersInner {
     assigned: Vec<std::sync::atomic::AtomicBool>,
     /// A re-acquire after fencing is under way.
     reacquiring: Vec<std::sync::atomic::AtomicBool>,
-    /// Held through each acquire of the partition, from the ownership check to serving. Two
+    /// Held through each acquire of the partition, from the ownership check to serving, and
+    /// through each release until its writer has ended. Two
     /// acquires at once (the group's assignment and a re-acquire after fencing) would each
     /// restore a writer, and both writers would append through the process's one producer of
     /// the partition: the journal fences other processes, not this process's own writers, so
@@ -272,6 +273,9 @@ impl Writers {
     pub async fn release(&self, partition: u32) {
         self.inner.assigned[partition as usize].store(false, Ordering::SeqCst);
         self.inner.generations[partition as usize].fetch_add(1, Ordering::SeqCst);
+        // An acquire waits until the released writer has ended: its last append must not go
+        // through the producer the next writer of this process claims.
+        let _one_at_a_time = self.inner.acquiring[partition as usize].lock().await;
         self.inner.mailboxes[partition as usize]
             .write()
             .unwrap_or_else(|e| e.into_inner())

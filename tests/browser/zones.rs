@@ -3,12 +3,23 @@
 //! live through the seat stream's `zone` events.
 
 use chrono::Duration;
-use frontrow_browser::Viewport;
+use frontrow_browser::{Browser, Viewport};
 use serde_json::{Value, json};
 
 use crate::support::*;
 
 const ZONE: &str = ".zone[data-zone=\"FLOOR\"]";
+
+/// Waits until the zone's block says `places` (e.g. "47 of 50").
+async fn zone_shows(b: &Browser, places: &str) -> anyhow::Result<String> {
+    b.wait_for_text(&format!("{ZONE} .zone-available"), places, WAIT).await
+}
+
+/// The page's counts of the zone (`frontrowMap.zone`) once its block says `places`.
+async fn zone_counts(b: &Browser, places: &str) -> anyhow::Result<Value> {
+    zone_shows(b, places).await?;
+    b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await
+}
 
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
@@ -17,7 +28,7 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     let app = &scene.app;
     let mut body = app.event_body(Duration::minutes(-1));
     body["seat_map"] = crate::common::mixed_seat_map(6, 50);
-    let event = create_event(app, &body).await?;
+    let event = app.create_event_from(&body).await;
     let zone = |who: &'static str, count: u8| async move {
         let key = uuid::Uuid::new_v4().to_string();
         let res = app
@@ -28,10 +39,8 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     };
     zone("bob", 3).await?;
 
-    let b = scene.fan("alice", Viewport::DESKTOP).await?;
-    scene.open_event(&b, event).await?;
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "47 of 50 places left", WAIT)
-        .await?;
+    let b = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
+    zone_shows(&b, "47 of 50 places left").await?;
     b.screenshot("zones-1-block").await?;
 
     // Three places: replace the picker's value with real keys, then hold.
@@ -47,15 +56,12 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     .await?;
     b.wait_for_text("#hold-total", "90", WAIT).await?;
     // The block heard of the hold through the stream.
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "44 of 50", WAIT)
-        .await?;
+    zone_shows(&b, "44 of 50").await?;
     b.screenshot("zones-2-held").await?;
 
     // Another fan's hold shows up live.
     zone("carol", 2).await?;
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "42 of 50", WAIT)
-        .await?;
-    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
+    let counts = zone_counts(&b, "42 of 50").await?;
     b.check(
         "zones-counts",
         counts["held"] == 8 && counts["available"] == 42,
@@ -75,9 +81,7 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
         format!("the reservation is {reservation}"),
     )
     .await?;
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "42 of 50", WAIT)
-        .await?;
-    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
+    let counts = zone_counts(&b, "42 of 50").await?;
     b.check(
         "zones-booked-counts",
         counts["booked"] == 3 && counts["held"] == 5,
@@ -85,7 +89,5 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     )
     .await?;
     b.screenshot("zones-3-booked").await?;
-    b.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([b]).await
 }

@@ -15,10 +15,20 @@ async fn zone_shows(b: &Browser, places: &str) -> anyhow::Result<String> {
     b.wait_for_text(&format!("{ZONE} .zone-available"), places, WAIT).await
 }
 
-/// The page's counts of the zone (`frontrowMap.zone`) once its block says `places`.
-async fn zone_counts(b: &Browser, places: &str) -> anyhow::Result<Value> {
+/// Checks the page's counts of the zone (`frontrowMap.zone`) once its block says `places`:
+/// each count named in `expected` has its value (`when` says at which step, on failure).
+async fn check_zone_counts(
+    b: &Browser,
+    shot: &str,
+    places: &str,
+    expected: &[(&str, u64)],
+    when: &str,
+) -> anyhow::Result<()> {
     zone_shows(b, places).await?;
-    b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await
+    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
+    let ok = expected.iter().all(|(name, n)| counts[*name] == *n);
+    b.check(shot, ok, format!("{when}the page's zone counts: {counts}"))
+        .await
 }
 
 #[tokio::test]
@@ -61,13 +71,7 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
 
     // Another fan's hold shows up live.
     zone("carol", 2).await?;
-    let counts = zone_counts(&b, "42 of 50").await?;
-    b.check(
-        "zones-counts",
-        counts["held"] == 8 && counts["available"] == 42,
-        format!("the page's zone counts: {counts}"),
-    )
-    .await?;
+    check_zone_counts(&b, "zones-counts", "42 of 50", &[("held", 8), ("available", 42)], "").await?;
 
     b.click("#pay-button").await?;
     b.wait_for("#confirmation:not([hidden])", WAIT).await?;
@@ -81,13 +85,8 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
         format!("the reservation is {reservation}"),
     )
     .await?;
-    let counts = zone_counts(&b, "42 of 50").await?;
-    b.check(
-        "zones-booked-counts",
-        counts["booked"] == 3 && counts["held"] == 5,
-        format!("after paying, the page's zone counts: {counts}"),
-    )
-    .await?;
+    let after_paying = [("booked", 3), ("held", 5)];
+    check_zone_counts(&b, "zones-booked-counts", "42 of 50", &after_paying, "after paying, ").await?;
     b.screenshot("zones-3-booked").await?;
     scene.finish([b]).await
 }

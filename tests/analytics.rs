@@ -6,7 +6,7 @@
 mod common;
 
 use chrono::Duration;
-use common::{ORGANIZER_KEY, OTHER_ORGANIZER_KEY, TestApp, analytics_cli};
+use common::{AS_ORGANIZER, ORGANIZER_KEY, OTHER_ORGANIZER_KEY, TestApp, analytics_cli, history_kinds};
 use serde_json::Value;
 
 fn json_out(output: &std::process::Output) -> Value {
@@ -15,47 +15,19 @@ fn json_out(output: &std::process::Output) -> Value {
 
 #[tokio::test]
 async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let a: Value = app
-        .reserve_seats("alice", event, &["A-1-1", "A-1-2"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = a["reservation_id"].as_str().unwrap();
-    let paid = app.payment_event("payment_intent.succeeded", "evt_cli", event, rid, 20000);
-    assert_eq!(
-        app.webhook(&paid).await.json::<Value>().await.unwrap()["outcome"],
-        "booked"
-    );
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1", "A-1-2"]).await;
+    assert_eq!(app.pay(event, "evt_cli", &rid, 20000).await["outcome"], "booked");
     let after_booking = app.availability(event, None).await;
-    let b: Value = app
-        .reserve_seats("bob", event, &["A-1-3", "B-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let b = app.reserve_seats_json("bob", event, &["A-1-3", "B-1-1"]).await;
     let brid = b["reservation_id"].as_str().unwrap();
     let res = app
         .post_as("bob", &format!("/events/{event}/reservations/{brid}/release"))
         .await;
     assert_eq!(res.status(), 200);
-    let c: Value = app
-        .reserve_seats("carol", event, &["B-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let c = app.reserve_seats_json("carol", event, &["B-1-1"]).await;
     app.clock.advance(Duration::minutes(11));
-    let path = format!("/events/{event}/reservations/{}", c["reservation_id"].as_str().unwrap());
-    for _ in 0..100 {
-        let r: Value = app.get_as("carol", &path).await.json().await.unwrap();
-        if r["status"] == "expired" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let crid = c["reservation_id"].as_str().unwrap();
+    app.reservation_until("carol", event, crid, "expired").await;
 
     // The seat history: the route reads the log, so it answers at once and equals the CLI's.
     let history = |seat: String, key: &'static str| {
@@ -91,24 +63,14 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
     assert_eq!(problem["type"], "urn:frontrow:problem:not-found");
     let unknown = uuid::Uuid::now_v7();
     let res = app
-        .client
-        .get(app.url(&format!("/events/{unknown}/seats/A-1-1/history")))
-        .header("x-api-key", ORGANIZER_KEY)
-        .send()
-        .await
-        .unwrap();
+        .get_with(&format!("/events/{unknown}/seats/A-1-1/history"), AS_ORGANIZER)
+        .await;
     assert_eq!(res.status(), 404);
     let b11 = json_out(&analytics_cli(
         &app,
         &["seat", "--event", &event.to_string(), "--seat", "B-1-1"],
     ));
-    let kinds: Vec<&str> = b11["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["held", "released", "held", "expired"]);
+    assert_eq!(history_kinds(&b11), ["held", "released", "held", "expired"]);
 
     // A past map: the CLI and the server's `?at=` both give the map read live after the booking.
     let position = after_booking["position"].as_str().unwrap();
@@ -117,23 +79,10 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
         &["map", "--event", &event.to_string(), "--at", position],
     ));
     assert_eq!(map, after_booking);
-    let res = app
-        .client
-        .get(app.url(&format!("/events/{event}/availability?at={position}")))
-        .send()
-        .await
-        .unwrap();
+    let res = app.get(&format!("/events/{event}/availability?at={position}")).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.json::<Value>().await.unwrap(), after_booking);
-    let doc: Value = app
-        .client
-        .get(app.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = app.get_json("/openapi.json").await;
     let params = doc["paths"]["/events/{event_id}/availability"]["get"]["parameters"]
         .as_array()
         .unwrap();

@@ -3,12 +3,15 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, spawn_listening, state_letters};
+use common::{
+    ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, seats_lettered, send_json, spawn_listening,
+    state_letters, wait_until,
+};
 use frontrow_http::auth::Auth;
 use frontrow_journal::{KafkaJournal, KafkaSettings};
 use frontrow_schema::{CustomerId, EventId};
@@ -47,6 +50,41 @@ fn node(role: &str, journal: &str, dir: &std::path::Path) -> Node {
 
 fn brokers() -> String {
     std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into())
+}
+
+/// The cluster's topic, read directly (4 partitions).
+async fn log(topic: &str) -> KafkaJournal {
+    KafkaJournal::connect(KafkaSettings {
+        topic: topic.to_owned(),
+        ..KafkaSettings::new(brokers(), 4)
+    })
+    .await
+    .unwrap()
+}
+
+/// The node request `i` of a load goes through: A for even `i`, B for odd.
+fn half_and_half<'n>(i: usize, a: &'n Node, b: &'n Node) -> &'n Node {
+    if i.is_multiple_of(2) { a } else { b }
+}
+
+/// How long a request may be retried while it is answered 503 (see [`until_served`]).
+const SERVED: Duration = Duration::from_secs(60);
+
+/// `POST {base}/events/{event}/reservations` as the customer of `token`, with `key` as its
+/// Idempotency-Key.
+fn reservation(
+    client: &reqwest::Client,
+    base: &str,
+    event: EventId,
+    token: &str,
+    key: &str,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    client
+        .post(format!("{base}/events/{event}/reservations"))
+        .bearer_auth(token)
+        .header("idempotency-key", key)
+        .json(body)
 }
 
 fn event_body() -> Value {
@@ -123,11 +161,26 @@ async fn until_served(mut send: impl FnMut() -> reqwest::RequestBuilder, deadlin
     }
 }
 
-/// Creates the test event through A (with an Idempotency-Key: the id is fixed, so A forwards if
-/// B owns it), then waits until the group has settled: through both nodes, a reserve of a seat
-/// that does not exist reaches a writer that knows the event (422 unknown seat; nothing is
-/// written), where a missing owner answers 503 and a stale one would say the event does not
-/// exist.
+/// Creates the test event through `base` with an Idempotency-Key (the id is fixed, so the node
+/// forwards if the other one owns it), retried while it is answered 503.
+async fn create_event(client: &reqwest::Client, base: &str, key: &str) -> EventId {
+    let create = || {
+        client
+            .post(format!("{base}/events"))
+            .header("x-api-key", ORGANIZER_KEY)
+            .header("idempotency-key", key)
+            .json(&event_body())
+    };
+    let res = until_served(create, SERVED).await;
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let created: Value = res.json().await.unwrap();
+    created["event_id"].as_str().unwrap().parse().unwrap()
+}
+
+/// Creates the test event through A ([`create_event`]), then waits until the group has settled:
+/// through both nodes, a reserve of a seat that does not exist reaches a writer that knows the
+/// event (422 unknown seat; nothing is written), where a missing owner answers 503 and a stale
+/// one would say the event does not exist.
 async fn create_settled(
     client: &reqwest::Client,
     a: &Node,
@@ -135,33 +188,13 @@ async fn create_settled(
     token: &impl Fn(&str) -> String,
     key: &str,
 ) -> EventId {
-    let res = until_served(
-        || {
-            client
-                .post(format!("{}/events", a.base))
-                .header("x-api-key", ORGANIZER_KEY)
-                .header("idempotency-key", key)
-                .json(&event_body())
-        },
-        Duration::from_secs(60),
-    )
-    .await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let event: EventId = res.json::<Value>().await.unwrap()["event_id"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let event = create_event(client, &a.base, key).await;
+    let probe = json!({"seats": ["A-9-9"]});
     for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
+        let key = format!("probe-{n}");
         let res = until_served(
-            || {
-                client
-                    .post(format!("{base}/events/{event}/reservations"))
-                    .bearer_auth(token("probe"))
-                    .header("idempotency-key", format!("probe-{n}"))
-                    .json(&json!({"seats": ["A-9-9"]}))
-            },
-            Duration::from_secs(60),
+            || reservation(client, base, event, &token("probe"), &key, &probe),
+            SERVED,
         )
         .await;
         assert_eq!(res.status(), 422, "{}", res.text().await.unwrap());
@@ -185,28 +218,15 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         .collect();
     let tasks: Vec<_> = (0..400)
         .map(|i: usize| {
-            let base = if i.is_multiple_of(2) {
-                a.base.clone()
-            } else {
-                b.base.clone()
-            };
+            let base = half_and_half(i, &a, &b).base.clone();
             let seats: Vec<String> = (0..2).map(|k| all[(i * 7 + k * 13) % 100].clone()).collect();
             let (client, token) = (client.clone(), token(&format!("fan{i}")));
             tokio::spawn(async move {
                 let fan = format!("fan{i}");
                 // A 503 leaves the outcome open (e.g. the owner changed mid-append): the client
                 // asks again with the same Idempotency-Key until it gets the answer.
-                let res = until_served(
-                    || {
-                        client
-                            .post(format!("{base}/events/{event}/reservations"))
-                            .bearer_auth(&token)
-                            .header("idempotency-key", format!("k{i}"))
-                            .json(&json!({ "seats": seats }))
-                    },
-                    Duration::from_secs(60),
-                )
-                .await;
+                let (key, body) = (format!("k{i}"), json!({ "seats": seats }));
+                let res = until_served(|| reservation(&client, &base, event, &token, &key, &body), SERVED).await;
                 let status = res.status().as_u16();
                 (status, fan, res.json::<Value>().await.unwrap())
             })
@@ -235,30 +255,16 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
     assert!(!won.is_empty());
 
     // The query node, once it has seen the last write, shows exactly the acknowledged holds.
-    let map: Value = client
-        .get(format!(
-            "{}/events/{event}/availability?after={}&wait_ms=10000",
-            q.base,
-            last.unwrap()
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let letters = seat_letters(&map);
-    let held: HashSet<&String> = letters.iter().filter(|(_, c)| **c == 'H').map(|(s, _)| s).collect();
-    assert_eq!(held, won.keys().collect::<HashSet<_>>());
+    let after = last.unwrap();
+    let map = send_json(client.get(format!(
+        "{}/events/{event}/availability?after={after}&wait_ms=10000",
+        q.base
+    )))
+    .await;
+    assert_eq!(seats_lettered(&map, 'H'), won.keys().cloned().collect::<BTreeSet<_>>());
     // And a replay of the topic agrees with the map.
-    let log = KafkaJournal::connect(KafkaSettings {
-        topic: topic.clone(),
-        ..KafkaSettings::new(brokers(), 4)
-    })
-    .await
-    .unwrap();
-    let states = replay(&log).await;
-    assert_eq!(state_letters(&states[&event]), letters);
+    let states = replay(&log(&topic).await).await;
+    assert_eq!(state_letters(&states[&event]), seat_letters(&map));
 
     // kill -9 the node that owns the event's partition: the other takes the partition over
     // (after the group's session timeout) and keeps every acknowledged reservation. A request
@@ -277,45 +283,26 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
     drop(owner);
     let b = survivor;
     for (fan, rid) in won.values().step_by(3) {
-        let res = until_served(
-            || {
-                client
-                    .get(format!("{}/events/{event}/reservations/{rid}", b.base))
-                    .bearer_auth(token(fan))
-            },
-            Duration::from_secs(60),
-        )
-        .await;
+        let url = format!("{}/events/{event}/reservations/{rid}", b.base);
+        let res = until_served(|| client.get(&url).bearer_auth(token(fan)), SERVED).await;
         assert_eq!(res.status(), 200, "acknowledged reservation {rid} lost in the failover");
         assert_eq!(res.json::<Value>().await.unwrap()["status"], "held");
     }
     let free: Vec<String> = all.iter().filter(|s| !won.contains_key(*s)).cloned().collect();
-    if let Some(seat) = free.first() {
-        let res = until_served(
-            || {
-                client
-                    .post(format!("{}/events/{event}/reservations", b.base))
-                    .bearer_auth(token("late"))
-                    .header("idempotency-key", "after-failover")
-                    .json(&json!({ "seats": [seat] }))
-            },
-            Duration::from_secs(60),
+    let (client, b_base) = (&client, &b.base);
+    let late = |fan: &'static str, key: &'static str, seat: &String| {
+        let body = json!({ "seats": [seat] });
+        until_served(
+            move || reservation(client, b_base, event, &token(fan), key, &body),
+            SERVED,
         )
-        .await;
+    };
+    if let Some(seat) = free.first() {
+        let res = late("late", "after-failover", seat).await;
         assert_eq!(res.status(), 201, "B serves the event after A died");
     }
     let taken = won.keys().next().unwrap().clone();
-    let res = until_served(
-        || {
-            client
-                .post(format!("{}/events/{event}/reservations", b.base))
-                .bearer_auth(token("late2"))
-                .header("idempotency-key", "taken-after-failover")
-                .json(&json!({ "seats": [taken] }))
-        },
-        Duration::from_secs(60),
-    )
-    .await;
+    let res = late("late2", "taken-after-failover", &taken).await;
     let status = res.status();
     let body = res.text().await.unwrap();
     assert_eq!(
@@ -337,21 +324,14 @@ async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
     // node, each with a fresh Idempotency-Key, all at once.
     let tasks: Vec<_> = (0..60)
         .map(|i: usize| {
-            let base = if i.is_multiple_of(2) { &a.base } else { &b.base };
-            let url = format!("{base}/events/{event}/reservations");
+            let base = half_and_half(i, &a, &b).base.clone();
             let (client, token) = (client.clone(), token("mallory"));
             tokio::spawn(async move {
-                let res = until_served(
-                    || {
-                        client
-                            .post(&url)
-                            .bearer_auth(&token)
-                            .header("idempotency-key", format!("flood-{i}"))
-                            .json(&json!({"best_available": {"section": "A", "count": 4}}))
-                    },
-                    Duration::from_secs(60),
-                )
-                .await;
+                let (key, body) = (
+                    format!("flood-{i}"),
+                    json!({"best_available": {"section": "A", "count": 4}}),
+                );
+                let res = until_served(|| reservation(&client, &base, event, &token, &key, &body), SERVED).await;
                 (res.status().as_u16(), res.json::<Value>().await.unwrap())
             })
         })
@@ -366,26 +346,13 @@ async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
     }
     assert_eq!(held, 4, "one order's worth, whichever node answered");
     // The log says the same.
-    let log = KafkaJournal::connect(KafkaSettings {
-        topic,
-        ..KafkaSettings::new(brokers(), 4)
-    })
-    .await
-    .unwrap();
-    let states = replay(&log).await;
+    let states = replay(&log(&topic).await).await;
     assert_eq!(states[&event].live_seats_of(&CustomerId::parse("mallory").unwrap()), 4);
 }
 
-/// Polls `url` until it answers `want`, returning the last status seen.
-async fn until_status(client: &reqwest::Client, url: &str, want: u16, deadline: Duration) -> u16 {
-    let start = std::time::Instant::now();
-    loop {
-        let status = client.get(url).send().await.map(|r| r.status().as_u16()).unwrap_or(0);
-        if status == want || start.elapsed() > deadline {
-            return status;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+/// The status of `GET url` (0 when it is not answered).
+async fn status(client: &reqwest::Client, url: &str) -> u16 {
+    client.get(url).send().await.map(|r| r.status().as_u16()).unwrap_or(0)
 }
 
 /// The value of an unlabelled gauge in a node's `/metrics`.
@@ -406,110 +373,58 @@ async fn gauge(client: &reqwest::Client, base: &str, name: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
-    let topic = format!("frontrow.test.ops.{}", uuid::Uuid::new_v4().simple());
-    let journal = format!("kafka://{}/{topic}", brokers());
-    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(15))
-        .build()
-        .unwrap();
-    let a = node("command", &journal, dirs[0].path());
+    let mut cluster = Cluster::new();
+    let (client, topic) = (cluster.client.clone(), cluster.topic.clone());
+    let a = cluster.node("command");
     let ready = |base: &str| format!("{base}/ready");
-    assert_eq!(
-        until_status(&client, &ready(&a.base), 200, Duration::from_secs(60)).await,
-        200
-    );
+    let a_ready = ready(&a.base);
+    let look = || status(&client, &a_ready);
+    wait_until(SERVED, "A is ready", look, |s| (*s == 200).then_some(())).await;
     assert_eq!(gauge(&client, &a.base, "frontrow_partitions_owned").await, 4.0);
 
     // A second node joins: once both are ready each serves part of the partitions, and together
     // all of them.
-    let b = node("command", &journal, dirs[1].path());
-    let settled = async {
-        loop {
-            let (ra, rb) = (
-                until_status(&client, &ready(&a.base), 200, Duration::from_secs(60)).await,
-                until_status(&client, &ready(&b.base), 200, Duration::from_secs(60)).await,
-            );
-            let (oa, ob) = (
-                gauge(&client, &a.base, "frontrow_partitions_owned").await,
-                gauge(&client, &b.base, "frontrow_partitions_owned").await,
-            );
-            if ra == 200 && rb == 200 && oa + ob == 4.0 && oa > 0.0 && ob > 0.0 {
-                return (oa, ob);
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+    let b = cluster.node("command");
+    let look = || async {
+        let (ra, rb) = (
+            status(&client, &ready(&a.base)).await,
+            status(&client, &ready(&b.base)).await,
+        );
+        let (oa, ob) = (
+            gauge(&client, &a.base, "frontrow_partitions_owned").await,
+            gauge(&client, &b.base, "frontrow_partitions_owned").await,
+        );
+        (ra, rb, oa, ob)
     };
-    let (oa, ob) = tokio::time::timeout(Duration::from_secs(90), settled)
-        .await
-        .expect("both nodes ready, sharing the partitions");
+    let shared = |&(ra, rb, oa, ob): &(u16, u16, f64, f64)| {
+        (ra == 200 && rb == 200 && oa + ob == 4.0 && oa > 0.0 && ob > 0.0).then_some((oa, ob))
+    };
+    let message = "both nodes ready, sharing the partitions";
+    let (oa, ob) = wait_until(Duration::from_secs(90), message, look, shared).await;
     eprintln!("partitions after the rebalance: A {oa}, B {ob}");
 
     // A reservation through each node with its own request id: one of the two is forwarded to
     // the owner. Each answer echoes its id, and the log's envelope carries it as correlation id.
-    let auth = Auth::new(SecretString::from(TOKEN_SECRET), []);
-    let token = auth.mint(
-        &CustomerId::parse("ops").unwrap(),
-        Utc::now(),
-        Utc::now() + chrono::Duration::hours(1),
-    );
-    let res = until_served(
-        || {
-            client
-                .post(format!("{}/events", a.base))
-                .header("x-api-key", ORGANIZER_KEY)
-                .header("idempotency-key", "ops-event")
-                .json(&event_body())
-        },
-        Duration::from_secs(60),
-    )
-    .await;
-    assert_eq!(res.status(), 201);
-    let event: EventId = res.json::<Value>().await.unwrap()["event_id"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let token = cluster.token("ops");
+    let event = create_event(&client, &a.base, "ops-event").await;
     let mut ids = Vec::new();
     for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
         let id = uuid::Uuid::now_v7();
-        let res = until_served(
-            || {
-                client
-                    .post(format!("{base}/events/{event}/reservations"))
-                    .bearer_auth(&token)
-                    .header("idempotency-key", format!("ops-{n}"))
-                    .header("x-request-id", id.to_string())
-                    .json(&json!({"seats": [format!("A-1-{}", n + 1)]}))
-            },
-            Duration::from_secs(60),
-        )
-        .await;
+        let (key, body) = (format!("ops-{n}"), json!({"seats": [format!("A-1-{}", n + 1)]}));
+        let reserve = || reservation(&client, base, event, &token, &key, &body).header("x-request-id", id.to_string());
+        let res = until_served(reserve, SERVED).await;
         assert_eq!(res.status(), 201);
         assert_eq!(res.headers()["x-request-id"], id.to_string().as_str());
         ids.push(id);
     }
-    let log = KafkaJournal::connect(KafkaSettings {
-        topic: topic.clone(),
-        ..KafkaSettings::new(brokers(), 4)
-    })
-    .await
-    .unwrap();
+    let journal = log(&topic).await;
     let partition = frontrow_schema::partition::partition_of(&event, 4);
-    let end = frontrow_journal::Journal::end_offset(&log, partition).await.unwrap();
     let mut correlations = Vec::new();
-    let mut from = 0;
-    while from < end {
-        let batch = frontrow_journal::Journal::read(&log, partition, from, 1000)
-            .await
-            .unwrap();
-        for r in &batch.records {
-            let env = frontrow_schema::decode(&r.value).unwrap();
-            if matches!(env.event, frontrow_schema::Event::SeatsReserved(_)) {
-                correlations.extend(env.correlation_id);
-            }
+    for r in frontrow_journal::conformance::read_all(&journal, partition).await {
+        let env = frontrow_schema::decode(&r.value).unwrap();
+        if matches!(env.event, frontrow_schema::Event::SeatsReserved(_)) {
+            correlations.extend(env.correlation_id);
         }
-        from = batch.next.max(from);
     }
     assert_eq!(
         correlations, ids,
@@ -518,17 +433,13 @@ async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
 
     // The second node dies: the first takes every partition back and is ready again.
     drop(b);
-    let back = async {
-        loop {
-            if until_status(&client, &ready(&a.base), 200, Duration::from_secs(5)).await == 200
-                && gauge(&client, &a.base, "frontrow_partitions_owned").await == 4.0
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+    let look = || async {
+        let up = status(&client, &a_ready).await;
+        (up, gauge(&client, &a.base, "frontrow_partitions_owned").await)
     };
-    tokio::time::timeout(Duration::from_secs(60), back)
-        .await
-        .expect("the survivor serves every partition again");
+    let message = "the survivor serves every partition again";
+    wait_until(SERVED, message, look, |&(up, owned)| {
+        (up == 200 && owned == 4.0).then_some(())
+    })
+    .await;
 }

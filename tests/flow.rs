@@ -14,7 +14,7 @@ async fn create_reserve_pay_booked() {
 
     let res = app.reserve_seats("alice", event, &["A-1-4", "A-1-5"]).await;
     assert_eq!(res.status(), 201);
-    let position = res.headers()["frontrow-position"].to_str().unwrap().to_owned();
+    let position = position(&res);
     let held: Value = res.json().await.unwrap();
     assert_eq!(held["status"], "held");
     assert_eq!(held["amount"], json!({"amount": 20000, "currency": "EUR"}));
@@ -26,19 +26,13 @@ async fn create_reserve_pay_booked() {
     assert_eq!(map["seats"]["held"], 2);
     assert_eq!(seat_letters(&map)["A-1-4"], 'H');
 
-    let res = app
-        .webhook(&app.payment_event("payment_intent.succeeded", "evt_ok", event, &rid, 20000))
-        .await;
-    assert_eq!(res.status(), 200);
-    let answer: Value = res.json().await.unwrap();
+    let paid = app.payment_event("payment_intent.succeeded", "evt_ok", event, &rid, 20000);
+    let answer = ok_json(app.webhook(&paid).await).await;
     assert_eq!(answer["outcome"], "booked");
     assert_eq!(answer["reservation_status"], "booked");
 
-    let res = app
-        .get_as("alice", &format!("/events/{event}/reservations/{rid}"))
-        .await;
-    assert_eq!(res.status(), 200);
-    let booked: Value = res.json().await.unwrap();
+    let path = format!("/events/{event}/reservations/{rid}");
+    let booked = ok_json(app.get_as("alice", &path).await).await;
     assert_eq!(booked["status"], "booked");
     assert_eq!(booked["payment_intent"], "pi_evt_ok");
     let map = app.availability(event, booked["position"].as_str()).await;
@@ -46,11 +40,7 @@ async fn create_reserve_pay_booked() {
     assert_eq!(map["seats"]["held"], 0);
 
     // Cancelling the booking refunds it and frees the seats for the next fan.
-    let res = app
-        .post_as("alice", &format!("/events/{event}/reservations/{rid}/cancel"))
-        .await;
-    assert_eq!(res.status(), 200);
-    let cancelled: Value = res.json().await.unwrap();
+    let cancelled = ok_json(app.post_as("alice", &format!("{path}/cancel")).await).await;
     assert_eq!(cancelled["status"], "refunded");
     assert_eq!(cancelled["refunds"][0]["reason"], "booking_cancelled");
     let res = app.reserve_seats("bob", event, &["A-1-4"]).await;
@@ -60,68 +50,31 @@ async fn create_reserve_pay_booked() {
 
 #[tokio::test]
 async fn the_demo_provider_pays_through_a_signed_webhook() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let held: Value = app
-        .reserve_seats("alice", event, &["B-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = held["reservation_id"].as_str().unwrap();
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["B-1-1"]).await;
+    let pay_as = |customer: &str| {
+        let request = app
+            .client
+            .post(app.url("/demo/payments"))
+            .bearer_auth(app.token(customer));
+        send(request.json(&json!({"event_id": event, "reservation_id": rid})))
+    };
     // Bob cannot pay (or see) Alice's reservation.
-    let res = app
-        .client
-        .post(app.url("/demo/payments"))
-        .bearer_auth(app.token("bob"))
-        .json(&json!({"event_id": event, "reservation_id": rid}))
-        .send()
-        .await
-        .unwrap();
-    problem(res, 404, "reservation-not-found").await;
-    let res = app
-        .client
-        .post(app.url("/demo/payments"))
-        .bearer_auth(app.token("alice"))
-        .json(&json!({"event_id": event, "reservation_id": rid}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let answer: Value = res.json().await.unwrap();
+    problem(pay_as("bob").await, 404, "reservation-not-found").await;
+    let answer = ok_json(pay_as("alice").await).await;
     assert_eq!(answer["outcome"], "booked");
     app.stop().await;
 }
 
 #[tokio::test]
 async fn a_hold_expires_at_its_deadline_and_the_seats_return() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let held: Value = app
-        .reserve_seats("alice", event, &["A-2-1", "A-2-2"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = held["reservation_id"].as_str().unwrap().to_owned();
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["A-2-1", "A-2-2"]).await;
 
     app.clock.advance(Duration::minutes(9));
-    let path = format!("/events/{event}/reservations/{rid}");
-    let still: Value = app.get_as("alice", &path).await.json().await.unwrap();
-    assert_eq!(still["status"], "held");
+    assert_eq!(app.reservation("alice", event, &rid).await["status"], "held");
 
     app.clock.advance(Duration::minutes(1) + Duration::seconds(1));
     // The writer's timer fires on the clock jump; poll briefly for the expiry to be recorded.
-    let mut status = Value::Null;
-    for _ in 0..100 {
-        let r: Value = app.get_as("alice", &path).await.json().await.unwrap();
-        status = r["status"].clone();
-        if status == "expired" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(status, "expired");
+    app.reservation_until("alice", event, &rid, "expired").await;
     let res = app.reserve_seats("bob", event, &["A-2-1"]).await;
     assert_eq!(res.status(), 201, "the expired seat is available again");
     app.stop().await;
@@ -131,137 +84,70 @@ async fn a_hold_expires_at_its_deadline_and_the_seats_return() {
 async fn late_payments_book_if_free_and_refund_otherwise() {
     let app = TestApp::spawn().await;
     let event = app.create_event().await;
-    let a: Value = app
-        .reserve_seats("alice", event, &["A-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let a = app.reserve_seats_json("alice", event, &["A-1-1"]).await;
     // Bob's seat starts its own row, so taking it again leaves no seat alone (the no-orphan rule).
-    let b: Value = app.reserve_seats("bob", event, &["A-2-1"]).await.json().await.unwrap();
+    let b = app.reserve_seats_json("bob", event, &["A-2-1"]).await;
+    let (a, b) = (
+        a["reservation_id"].as_str().unwrap(),
+        b["reservation_id"].as_str().unwrap(),
+    );
     app.clock.advance(Duration::minutes(11));
     // Wait until both holds have expired.
-    for rid in [&a["reservation_id"], &b["reservation_id"]] {
-        let owner = if rid == &a["reservation_id"] { "alice" } else { "bob" };
-        let path = format!("/events/{event}/reservations/{}", rid.as_str().unwrap());
-        let mut expired = false;
-        for _ in 0..100 {
-            let r: Value = app.get_as(owner, &path).await.json().await.unwrap();
-            if r["status"] == "expired" {
-                expired = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        assert!(expired);
+    for (owner, rid) in [("alice", a), ("bob", b)] {
+        app.reservation_until(owner, event, rid, "expired").await;
     }
     // Carol takes Bob's seat after his hold expired.
     assert_eq!(app.reserve_seats("carol", event, &["A-2-1"]).await.status(), 201);
 
-    let pay_a = app.payment_event(
-        "payment_intent.succeeded",
-        "evt_late_a",
-        event,
-        a["reservation_id"].as_str().unwrap(),
-        10000,
-    );
-    let answer: Value = app.webhook(&pay_a).await.json().await.unwrap();
+    let answer = app.pay(event, "evt_late_a", a, 10000).await;
     assert_eq!(
         answer["outcome"], "booked",
         "seat still free: the late payment books it"
     );
-    let r: Value = app
-        .get_as(
-            "alice",
-            &format!("/events/{event}/reservations/{}", a["reservation_id"].as_str().unwrap()),
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(r["late_payment"], true);
+    assert_eq!(app.reservation("alice", event, a).await["late_payment"], true);
 
-    let pay_b = app.payment_event(
-        "payment_intent.succeeded",
-        "evt_late_b",
-        event,
-        b["reservation_id"].as_str().unwrap(),
-        10000,
-    );
-    let answer: Value = app.webhook(&pay_b).await.json().await.unwrap();
+    let answer = app.pay(event, "evt_late_b", b, 10000).await;
     assert_eq!(
         answer["outcome"], "refunded",
         "seat taken: the late payment is refunded"
     );
-    let r: Value = app
-        .get_as(
-            "bob",
-            &format!("/events/{event}/reservations/{}", b["reservation_id"].as_str().unwrap()),
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(r["refunds"][0]["reason"], "seats_taken");
+    assert_eq!(
+        app.reservation("bob", event, b).await["refunds"][0]["reason"],
+        "seats_taken"
+    );
     app.stop().await;
 }
 
 #[tokio::test]
 async fn duplicate_webhooks_apply_once() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let held: Value = app
-        .reserve_seats("alice", event, &["A-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = held["reservation_id"].as_str().unwrap();
-    let delivery = app.payment_event("payment_intent.succeeded", "evt_dup", event, rid, 10000);
-    let first: Value = app.webhook(&delivery).await.json().await.unwrap();
-    let end_after_first = app.journal.end_offset(0).await.unwrap()
-        + app.journal.end_offset(1).await.unwrap()
-        + app.journal.end_offset(2).await.unwrap()
-        + app.journal.end_offset(3).await.unwrap();
-    let second: Value = app.webhook(&delivery).await.json().await.unwrap();
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1"]).await;
+    let first = app.pay(event, "evt_dup", &rid, 10000).await;
+    let end_after_first = ends(app.journal.as_ref()).await;
+    let second = app.pay(event, "evt_dup", &rid, 10000).await;
     assert_eq!(first["outcome"], "booked");
     assert_eq!(second["outcome"], "duplicate");
-    let mut end = 0;
-    for p in 0..4 {
-        end += app.journal.end_offset(p).await.unwrap();
-    }
-    assert_eq!(end, end_after_first, "a repeated delivery writes nothing");
+    assert_eq!(
+        ends(app.journal.as_ref()).await,
+        end_after_first,
+        "a repeated delivery writes nothing"
+    );
 
     // A failure reported for a booked reservation is recorded but frees nothing.
-    let failed = app.payment_event("payment_intent.payment_failed", "evt_fail_late", event, rid, 10000);
+    let failed = app.payment_event("payment_intent.payment_failed", "evt_fail_late", event, &rid, 10000);
     let answer: Value = app.webhook(&failed).await.json().await.unwrap();
     assert_eq!(answer["outcome"], "payment_failed");
     assert_eq!(answer["reservation_status"], "booked");
 
     // A second, different successful payment for the same reservation is refunded.
-    let again = app.payment_event("payment_intent.succeeded", "evt_second", event, rid, 10000);
-    let answer: Value = app.webhook(&again).await.json().await.unwrap();
-    assert_eq!(answer["outcome"], "refunded");
+    assert_eq!(app.pay(event, "evt_second", &rid, 10000).await["outcome"], "refunded");
     app.stop().await;
 }
 
 #[tokio::test]
 async fn a_failed_payment_releases_the_hold() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let held: Value = app
-        .reserve_seats("alice", event, &["A-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = held["reservation_id"].as_str().unwrap();
-    let answer: Value = app
-        .webhook(&app.payment_event("payment_intent.payment_failed", "evt_f", event, rid, 10000))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1"]).await;
+    let failed = app.payment_event("payment_intent.payment_failed", "evt_f", event, &rid, 10000);
+    let answer: Value = app.webhook(&failed).await.json().await.unwrap();
     assert_eq!(answer["outcome"], "payment_failed");
     assert_eq!(answer["reservation_status"], "payment_failed");
     assert_eq!(app.reserve_seats("bob", event, &["A-1-1"]).await.status(), 201);
@@ -270,59 +156,21 @@ async fn a_failed_payment_releases_the_hold() {
 
 #[tokio::test]
 async fn webhook_signatures_are_checked() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let held: Value = app
-        .reserve_seats("alice", event, &["A-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = held["reservation_id"].as_str().unwrap();
-    let delivery = app.payment_event("payment_intent.succeeded", "evt_sig", event, rid, 10000);
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1"]).await;
+    let delivery = app.payment_event("payment_intent.succeeded", "evt_sig", event, &rid, 10000);
     let now = app.now().timestamp();
 
-    problem(
-        app.webhook_signed(&delivery, "whsec_wrong", now).await,
-        400,
-        "bad-signature",
-    )
-    .await;
-    problem(
-        app.webhook_signed(&delivery, WEBHOOK_SECRET, now - 301).await,
-        400,
-        "bad-signature",
-    )
-    .await;
-    let unsigned = app
-        .client
-        .post(app.url("/webhooks/payments"))
-        .json(&delivery)
-        .send()
-        .await
-        .unwrap();
+    for (secret, at) in [("whsec_wrong", now), (WEBHOOK_SECRET, now - 301)] {
+        problem(app.webhook_signed(&delivery, secret, at).await, 400, "bad-signature").await;
+    }
+    let unsigned = send(app.client.post(app.url("/webhooks/payments")).json(&delivery)).await;
     problem(unsigned, 400, "bad-signature").await;
     // None of those changed anything: the seat is still only held.
-    let r: Value = app
-        .get_as("alice", &format!("/events/{event}/reservations/{rid}"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(r["status"], "held");
+    assert_eq!(app.reservation("alice", event, &rid).await["status"], "held");
     // A correctly signed delivery replayed within the tolerance is a duplicate, not a second booking.
-    let first: Value = app
-        .webhook_signed(&delivery, WEBHOOK_SECRET, now - 10)
-        .await
-        .json()
-        .await
-        .unwrap();
-    let replayed: Value = app
-        .webhook_signed(&delivery, WEBHOOK_SECRET, now - 5)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let signed_at = |at: i64| app.webhook_signed(&delivery, WEBHOOK_SECRET, at);
+    let first: Value = signed_at(now - 10).await.json().await.unwrap();
+    let replayed: Value = signed_at(now - 5).await.json().await.unwrap();
     assert_eq!(
         (first["outcome"].as_str(), replayed["outcome"].as_str()),
         (Some("booked"), Some("duplicate"))
@@ -359,15 +207,11 @@ async fn retried_commands_answer_the_same_and_apply_once() {
         let body = app.event_body(Duration::minutes(-1));
         let app = &app;
         async move {
-            let res = app
+            let request = app
                 .client
                 .post(app.url("/events"))
-                .header("x-api-key", ORGANIZER_KEY)
-                .header("idempotency-key", key)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
+                .header(AS_ORGANIZER.0, AS_ORGANIZER.1);
+            let res = send(request.header("idempotency-key", key).json(&body)).await;
             assert_eq!(res.status(), 201);
             res.json::<Value>().await.unwrap()["event_id"].clone()
         }
@@ -384,87 +228,39 @@ async fn retried_commands_answer_the_same_and_apply_once() {
 
 #[tokio::test]
 async fn customers_see_and_touch_only_their_own_reservations() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let held: Value = app
-        .reserve_seats("alice", event, &["A-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = held["reservation_id"].as_str().unwrap();
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1"]).await;
     let path = format!("/events/{event}/reservations/{rid}");
     problem(app.get_as("bob", &path).await, 404, "reservation-not-found").await;
-    problem(
-        app.post_as("bob", &format!("{path}/release")).await,
-        404,
-        "reservation-not-found",
-    )
-    .await;
-    let res = app.client.get(app.url(&path)).send().await.unwrap();
+    let release = format!("{path}/release");
+    problem(app.post_as("bob", &release).await, 404, "reservation-not-found").await;
+    problem(app.get(&path).await, 401, "unauthorized").await;
+    let res = app.get_with(&path, ("authorization", "Bearer not.a.token")).await;
     problem(res, 401, "unauthorized").await;
-    let res = app
-        .client
-        .get(app.url(&path))
-        .bearer_auth("not.a.token")
-        .send()
-        .await
-        .unwrap();
-    problem(res, 401, "unauthorized").await;
-    let r: Value = app.get_as("alice", &path).await.json().await.unwrap();
-    assert_eq!(r["status"], "held");
+    assert_eq!(app.reservation("alice", event, &rid).await["status"], "held");
     app.stop().await;
 }
 
 #[tokio::test]
 async fn organizers_change_the_seat_map_only_before_the_onsale() {
     let app = TestApp::spawn().await;
-    let res = app
-        .create_event_with(ORGANIZER_KEY, &app.event_body(Duration::hours(1)))
-        .await;
-    let event = res.json::<Value>().await.unwrap()["event_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let event = app.create_event_from(&app.event_body(Duration::hours(1))).await;
     let mut map = app.event_body(Duration::hours(1))["seat_map"].clone();
     map["sections"][1]["rows"][0]["seats"] = json!(8);
-    let put = |key: &'static str, body: Value| {
-        let app = &app;
+    let put = |key: &str, body: Value| {
         let url = app.url(&format!("/events/{event}/seat-map"));
-        async move {
-            app.client
-                .put(url)
-                .header("x-api-key", key)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-        }
+        send(app.client.put(url).header("x-api-key", key).json(&body))
     };
     problem(put(OTHER_ORGANIZER_KEY, map.clone()).await, 403, "forbidden").await;
     problem(put("no-such-key", map.clone()).await, 401, "unauthorized").await;
-    let res = put(ORGANIZER_KEY, map.clone()).await;
-    assert_eq!(res.status(), 200);
-    let position = res.json::<Value>().await.unwrap()["position"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let avail = app.availability(event.parse().unwrap(), Some(&position)).await;
+    let written = ok_json(put(ORGANIZER_KEY, map.clone()).await).await;
+    let avail = app
+        .availability(event, Some(written["position"].as_str().unwrap()))
+        .await;
     assert_eq!(avail["seats"]["total"], 28);
     // Not on sale yet.
-    problem(
-        app.reserve_seats("alice", event.parse().unwrap(), &["A-1-1"]).await,
-        409,
-        "not-on-sale",
-    )
-    .await;
+    problem(app.reserve_seats("alice", event, &["A-1-1"]).await, 409, "not-on-sale").await;
     app.clock.advance(Duration::hours(2));
-    assert_eq!(
-        app.reserve_seats("alice", event.parse().unwrap(), &["B-1-8"])
-            .await
-            .status(),
-        201
-    );
+    assert_eq!(app.reserve_seats("alice", event, &["B-1-8"]).await.status(), 201);
     problem(put(ORGANIZER_KEY, map).await, 409, "onsale-started").await;
     app.stop().await;
 }
@@ -475,7 +271,7 @@ async fn bad_input_gets_a_precise_problem_and_changes_nothing() {
     let event = app.create_event().await;
     let before = ends(app.journal.as_ref()).await;
     let url = app.url(&format!("/events/{event}/reservations"));
-    let send = |body: reqwest::Body, key: Option<&'static str>| {
+    let reserve_raw = |body: &str, key: Option<&str>| {
         let mut req = app
             .client
             .post(url.clone())
@@ -484,96 +280,71 @@ async fn bad_input_gets_a_precise_problem_and_changes_nothing() {
         if let Some(k) = key {
             req = req.header("idempotency-key", k);
         }
-        async move { req.body(body).send().await.unwrap() }
+        send(req.body(body.to_owned()))
     };
-    problem(send("{not json".into(), Some("k")).await, 400, "malformed-json").await;
-    problem(
-        send(r#"{"seats": "A-1-1"}"#.into(), Some("k")).await,
-        422,
-        "invalid-body",
-    )
-    .await;
-    problem(
-        send(r#"{"seats": ["A-1-1"]}"#.into(), None).await,
-        400,
-        "idempotency-key-required",
-    )
-    .await;
-    problem(send(r#"{"seats": []}"#.into(), Some("k0")).await, 422, "bad-seat-count").await;
     let five = r#"{"seats": ["A-1-1","A-1-2","A-1-3","A-1-4","A-1-5"]}"#;
-    problem(send(five.into(), Some("k5")).await, 422, "bad-seat-count").await;
-    let body = problem(
-        send(r#"{"seats": ["A-9-1", "A-1-1"]}"#.into(), Some("k1")).await,
-        422,
-        "unknown-seats",
-    )
-    .await;
-    assert_eq!(body["seats"], json!(["A-9-1"]));
-    problem(
-        send(r#"{"seats": ["A-1-1", "A-1-1"]}"#.into(), Some("k2")).await,
-        422,
-        "duplicate-seat",
-    )
-    .await;
-    problem(
-        send(r#"{"best_available": {"section": "Z", "count": 2}}"#.into(), Some("k3")).await,
-        422,
-        "unknown-section",
-    )
-    .await;
-    problem(send(r#"{}"#.into(), Some("k4")).await, 422, "bad-selection").await;
     let huge = format!(r#"{{"seats": ["{}"]}}"#, "A".repeat(100 * 1024));
-    problem(send(huge.into(), Some("k6")).await, 413, "body-too-large").await;
-    let res = app
-        .client
-        .post(app.url(&format!("/events/{}/reservations", uuid::Uuid::now_v7())))
-        .bearer_auth(app.token("alice"))
-        .header("idempotency-key", "k7")
-        .json(&json!({"seats": ["A-1-1"]}))
-        .send()
-        .await
-        .unwrap();
+    let cases = [
+        ("{not json", Some("k"), 400, "malformed-json"),
+        (r#"{"seats": "A-1-1"}"#, Some("k"), 422, "invalid-body"),
+        (r#"{"seats": ["A-1-1"]}"#, None, 400, "idempotency-key-required"),
+        (r#"{"seats": []}"#, Some("k0"), 422, "bad-seat-count"),
+        (five, Some("k5"), 422, "bad-seat-count"),
+        (r#"{"seats": ["A-9-1", "A-1-1"]}"#, Some("k1"), 422, "unknown-seats"),
+        (r#"{"seats": ["A-1-1", "A-1-1"]}"#, Some("k2"), 422, "duplicate-seat"),
+        (
+            r#"{"best_available": {"section": "Z", "count": 2}}"#,
+            Some("k3"),
+            422,
+            "unknown-section",
+        ),
+        (r#"{}"#, Some("k4"), 422, "bad-selection"),
+        (huge.as_str(), Some("k6"), 413, "body-too-large"),
+    ];
+    for (body, key, status, kind) in cases {
+        let answer = problem(reserve_raw(body, key).await, status, kind).await;
+        if kind == "unknown-seats" {
+            assert_eq!(answer["seats"], json!(["A-9-1"]));
+        }
+    }
+    let nowhere = frontrow_schema::EventId::new();
+    let res = app.reserve("alice", nowhere, "k7", json!({"seats": ["A-1-1"]})).await;
     problem(res, 404, "event-not-found").await;
-    let res = app
-        .client
-        .get(app.url("/events/not-a-uuid/availability"))
-        .send()
-        .await
-        .unwrap();
-    problem(res, 404, "not-found").await;
-    problem(
-        app.client.get(app.url("/no/such/route")).send().await.unwrap(),
-        404,
-        "not-found",
-    )
-    .await;
-    problem(
-        app.client.delete(app.url("/events")).send().await.unwrap(),
-        405,
-        "method-not-allowed",
-    )
-    .await;
+    for path in ["/events/not-a-uuid/availability", "/no/such/route"] {
+        problem(app.get(path).await, 404, "not-found").await;
+    }
+    let res = send(app.client.delete(app.url("/events"))).await;
+    problem(res, 405, "method-not-allowed").await;
     // Organizer side: wrong key, invalid seat map, starts before onsale.
-    problem(
-        app.create_event_with("wrong", &app.event_body(Duration::zero())).await,
-        401,
-        "unauthorized",
-    )
-    .await;
-    let mut bad = app.event_body(Duration::zero());
-    bad["seat_map"]["sections"][0]["rows"][0]["tier"] = json!("NOPE");
-    problem(
-        app.create_event_with(ORGANIZER_KEY, &bad).await,
-        422,
-        "invalid-seat-map",
-    )
-    .await;
-    let mut bad = app.event_body(Duration::zero());
-    bad["starts_at"] = bad["onsale_at"].clone();
-    problem(app.create_event_with(ORGANIZER_KEY, &bad).await, 422, "invalid-event").await;
-    let mut bad = app.event_body(Duration::zero());
-    bad["hold_minutes"] = json!(30);
-    problem(app.create_event_with(ORGANIZER_KEY, &bad).await, 422, "invalid-body").await;
+    let bad = |change: fn(&mut Value)| {
+        let mut body = app.event_body(Duration::zero());
+        change(&mut body);
+        body
+    };
+    let cases = [
+        ("wrong", bad(|_| {}), 401, "unauthorized"),
+        (
+            ORGANIZER_KEY,
+            bad(|b| b["seat_map"]["sections"][0]["rows"][0]["tier"] = json!("NOPE")),
+            422,
+            "invalid-seat-map",
+        ),
+        (
+            ORGANIZER_KEY,
+            bad(|b| b["starts_at"] = b["onsale_at"].clone()),
+            422,
+            "invalid-event",
+        ),
+        (
+            ORGANIZER_KEY,
+            bad(|b| b["hold_minutes"] = json!(30)),
+            422,
+            "invalid-body",
+        ),
+    ];
+    for (key, body, status, kind) in cases {
+        problem(app.create_event_with(key, &body).await, status, kind).await;
+    }
     assert_eq!(
         ends(app.journal.as_ref()).await,
         before,
@@ -598,33 +369,16 @@ async fn bad_input_gets_a_precise_problem_and_changes_nothing() {
 async fn availability_is_cacheable() {
     let app = TestApp::spawn().await;
     let event = app.create_event().await;
-    let url = app.url(&format!("/events/{event}/availability"));
-    let res = app.client.get(&url).send().await.unwrap();
+    let path = format!("/events/{event}/availability");
+    let res = app.get(&path).await;
     assert_eq!(res.status(), 200);
     let etag = res.headers()["etag"].to_str().unwrap().to_owned();
     assert!(res.headers()["cache-control"].to_str().unwrap().contains("public"));
-    let res = app
-        .client
-        .get(&url)
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with(&path, ("if-none-match", &etag)).await;
     assert_eq!(res.status(), 304);
-    let held: Value = app
-        .reserve_seats("alice", event, &["A-1-1"])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let held = app.reserve_seats_json("alice", event, &["A-1-1"]).await;
     app.availability(event, held["position"].as_str()).await;
-    let res = app
-        .client
-        .get(&url)
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with(&path, ("if-none-match", &etag)).await;
     assert_eq!(res.status(), 200, "a change gives a new ETag");
     assert_ne!(res.headers()["etag"].to_str().unwrap(), etag);
     app.stop().await;
@@ -633,17 +387,9 @@ async fn availability_is_cacheable() {
 #[tokio::test]
 async fn health_ready_and_openapi() {
     let app = TestApp::spawn().await;
-    assert_eq!(app.client.get(app.url("/health")).send().await.unwrap().status(), 200);
-    assert_eq!(app.client.get(app.url("/ready")).send().await.unwrap().status(), 200);
-    let doc: Value = app
-        .client
-        .get(app.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    assert_eq!(app.get("/health").await.status(), 200);
+    assert_eq!(app.get("/ready").await.status(), 200);
+    let doc = app.get_json("/openapi.json").await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     for path in [
         "/events",
@@ -671,15 +417,11 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
     body["aliases"] = json!(["마리안 보르텍사", "MVX"]);
     body["seat_map"] = json!({"tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
         "sections": [{"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 2, "tier": "STD"}]}]});
-    let res = app.create_event_with(ORGANIZER_KEY, &body).await;
-    let event = res.json::<Value>().await.unwrap()["event_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let event = app.create_event_from(&body).await;
     let has_event = |v: &Value| {
         v["hits"]
             .as_array()
-            .is_some_and(|h| h.iter().any(|h| h["event_id"] == event.as_str()))
+            .is_some_and(|h| h.iter().any(|h| h["event_id"] == event.to_string()))
     };
     // A typo still finds the artist, and so do the organizer's aliases.
     search_until(&app, "q=mariane%20vortexa", has_event).await;
@@ -689,12 +431,10 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
     bad["aliases"] = json!(["  "]);
     assert_eq!(app.create_event_with(ORGANIZER_KEY, &bad).await.status(), 422);
     search_until(&app, "q=vortexa&available=true", has_event).await;
-    let held = app
-        .reserve_seats("alice", event.parse().unwrap(), &["A-1-1", "A-1-2"])
-        .await;
+    let held = app.reserve_seats("alice", event, &["A-1-1", "A-1-2"]).await;
     assert_eq!(held.status(), 201);
     search_until(&app, "q=vortexa&available=true", |v| !has_event(v)).await;
-    let res = app.client.get(app.url("/search?q=")).send().await.unwrap();
+    let res = app.get("/search?q=").await;
     assert_eq!(res.status(), 400);
     assert_eq!(res.headers()["content-type"], "application/problem+json");
     app.stop().await;
@@ -702,33 +442,12 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
 
 #[tokio::test]
 async fn the_ledger_follows_the_flow_bookings_sales_and_seat_history() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
-    let held: Value = app
-        .reserve_seats("alice", event, &["A-1-1", "A-1-2"])
-        .await
-        .json()
-        .await
-        .unwrap();
-    let rid = held["reservation_id"].as_str().unwrap();
-    let paid = app.payment_event("payment_intent.succeeded", "evt_ledger", event, rid, 20000);
-    assert_eq!(
-        app.webhook(&paid).await.json::<Value>().await.unwrap()["outcome"],
-        "booked"
-    );
-    let expired: Value = app.reserve_seats("bob", event, &["B-1-1"]).await.json().await.unwrap();
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1", "A-1-2"]).await;
+    assert_eq!(app.pay(event, "evt_ledger", &rid, 20000).await["outcome"], "booked");
+    let expired = app.reserve_seats_json("bob", event, &["B-1-1"]).await;
     app.clock.advance(Duration::minutes(11));
-    let path = format!(
-        "/events/{event}/reservations/{}",
-        expired["reservation_id"].as_str().unwrap()
-    );
-    for _ in 0..100 {
-        let r: Value = app.get_as("bob", &path).await.json().await.unwrap();
-        if r["status"] == "expired" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let expired = expired["reservation_id"].as_str().unwrap();
+    app.reservation_until("bob", event, expired, "expired").await;
 
     let alice = format!("Bearer {}", app.token("alice"));
     let mine = get_until(&app, "/me/bookings", ("authorization", &alice), |v| {
@@ -739,21 +458,12 @@ async fn the_ledger_follows_the_flow_bookings_sales_and_seat_history() {
     assert_eq!(mine["bookings"][0]["amount"], 20000);
 
     let sales_path = format!("/events/{event}/sales");
-    let sales = get_until(&app, &sales_path, ("x-api-key", ORGANIZER_KEY), |v| {
-        v["total"]["expired"] == 1
-    })
-    .await;
+    let sales = get_until(&app, &sales_path, AS_ORGANIZER, |v| v["total"]["expired"] == 1).await;
     assert_eq!(sales["total"]["booked"], 2);
     assert_eq!(sales["total"]["revenue"], 20000);
     assert_eq!(sales["total"]["revenue"], sales["total"]["booked_value"]);
     // Another organizer does not see these sales.
-    let res = app
-        .client
-        .get(app.url(&sales_path))
-        .header("x-api-key", OTHER_ORGANIZER_KEY)
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with(&sales_path, ("x-api-key", OTHER_ORGANIZER_KEY)).await;
     assert_eq!(res.status(), 403);
 
     let history = history_until(&app, event, "B-1-1", 2).await;

@@ -4,9 +4,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{ORGANIZER_KEY, TestApp};
+use common::{AS_ORGANIZER, TestApp, wait_until};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -104,26 +104,20 @@ async fn metrics_after_an_onsale_match_the_clients_and_the_ledger() {
     assert_eq!(sample(&after, "frontrow_partitions_owned", &[]), 4.0);
 
     // The ledger counts the same holds once its projector has caught up.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let ledger_held = loop {
-        let res = app
-            .client
-            .get(app.url(&format!("/events/{event}/sales")))
-            .header("x-api-key", ORGANIZER_KEY)
-            .send()
-            .await
-            .unwrap();
-        let held_now = if res.status() == 200 {
+    let sales = format!("/events/{event}/sales");
+    let ledger_held = || async {
+        let res = app.get_with(&sales, AS_ORGANIZER).await;
+        if res.status() == 200 {
             res.json::<Value>().await.unwrap()["total"]["held"].as_i64().unwrap()
         } else {
             -1
-        };
-        if held_now == held as i64 || Instant::now() > deadline {
-            break held_now;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(ledger_held, held as i64, "the ledger's holds against the 201s");
+    let message = format!("the ledger's holds are the {held} 201s");
+    wait_until(Duration::from_secs(20), &message, ledger_held, |n| {
+        (*n == held as i64).then_some(())
+    })
+    .await;
     let lag = scrape(&app).await;
     assert_eq!(
         sample(&lag, "frontrow_follower_lag_records", &[("reader", "ledger")]),

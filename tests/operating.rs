@@ -15,13 +15,22 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `GET url` through `client` with these headers.
+async fn get(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = client.get(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    common::send(request).await
+}
+
 #[tokio::test]
 async fn a_request_id_is_echoed_and_becomes_the_correlation_id() {
     let app = TestApp::spawn().await;
     let event = app.create_event().await;
 
     // No id: one is made and answered.
-    let res = app.client.get(app.url("/health")).send().await.unwrap();
+    let res = app.get("/health").await;
     let made = res.headers()["x-request-id"].to_str().unwrap().to_owned();
     assert!(uuid::Uuid::try_parse(&made).is_ok(), "{made}");
 
@@ -46,22 +55,10 @@ async fn a_request_id_is_echoed_and_becomes_the_correlation_id() {
     assert_eq!(envelope.correlation_id, Some(id));
 
     // A caller's id that is not a UUID is echoed as it came; an unusable one is replaced.
-    let res = app
-        .client
-        .get(app.url("/health"))
-        .header("x-request-id", "checkout-42")
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with("/health", ("x-request-id", "checkout-42")).await;
     assert_eq!(res.headers()["x-request-id"], "checkout-42");
     let long = "x".repeat(500);
-    let res = app
-        .client
-        .get(app.url("/health"))
-        .header("x-request-id", &long)
-        .send()
-        .await
-        .unwrap();
+    let res = app.get_with("/health", ("x-request-id", &long)).await;
     assert_ne!(res.headers()["x-request-id"], long.as_str());
     app.stop().await;
 }
@@ -73,17 +70,12 @@ async fn the_compressed_map_decompresses_to_the_plain_one() {
     let url = app.url(&format!("/events/{event}/availability"));
     // A client that shows the bytes as sent (reqwest would otherwise inflate them itself).
     let client = reqwest::Client::builder().no_gzip().build().unwrap();
-    let plain = client.get(&url).send().await.unwrap();
+    let plain = get(&client, &url, &[]).await;
     assert!(plain.headers().get("content-encoding").is_none());
     let plain_tag = plain.headers()["etag"].to_str().unwrap().to_owned();
     let plain = plain.bytes().await.unwrap();
 
-    let gz = client
-        .get(&url)
-        .header("accept-encoding", "br;q=0, gzip")
-        .send()
-        .await
-        .unwrap();
+    let gz = get(&client, &url, &[("accept-encoding", "br;q=0, gzip")]).await;
     assert_eq!(gz.status(), 200);
     assert_eq!(gz.headers()["content-encoding"], "gzip");
     assert_eq!(gz.headers()["vary"], "accept-encoding");
@@ -94,39 +86,23 @@ async fn the_compressed_map_decompresses_to_the_plain_one() {
     assert_eq!(gunzip(&compressed), plain.to_vec());
 
     // Revalidation of the compressed copy is a 304.
-    let again = client
-        .get(&url)
-        .header("accept-encoding", "gzip")
-        .header("if-none-match", &gz_tag)
-        .send()
-        .await
-        .unwrap();
+    let again = get(
+        &client,
+        &url,
+        &[("accept-encoding", "gzip"), ("if-none-match", &gz_tag)],
+    )
+    .await;
     assert_eq!(again.status(), 304);
 
     // Refusing gzip gets the plain map; other JSON answers are compressed by the middleware.
-    let refused = client
-        .get(&url)
-        .header("accept-encoding", "gzip;q=0")
-        .send()
-        .await
-        .unwrap();
+    let refused = get(&client, &url, &[("accept-encoding", "gzip;q=0")]).await;
     assert!(refused.headers().get("content-encoding").is_none());
-    let doc = client
-        .get(app.url("/openapi.json"))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let doc = get(&client, &app.url("/openapi.json"), &[("accept-encoding", "gzip")]).await;
     assert_eq!(doc.headers()["content-encoding"], "gzip");
     let doc: Value = serde_json::from_slice(&gunzip(&doc.bytes().await.unwrap())).unwrap();
     assert_eq!(doc["info"]["title"], "FrontRow");
     // A small answer is not worth compressing.
-    let small = client
-        .get(app.url("/health"))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let small = get(&client, &app.url("/health"), &[("accept-encoding", "gzip")]).await;
     assert!(small.headers().get("content-encoding").is_none());
     app.stop().await;
 }
@@ -134,7 +110,7 @@ async fn the_compressed_map_decompresses_to_the_plain_one() {
 #[tokio::test]
 async fn a_single_node_is_ready_once_it_serves_every_partition() {
     let app = TestApp::spawn().await;
-    let res = app.client.get(app.url("/ready")).send().await.unwrap();
+    let res = app.get("/ready").await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     app.stop().await;
 }

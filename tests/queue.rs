@@ -12,33 +12,15 @@ use common::*;
 use frontrow_schema::{CustomerId, EventId, decode};
 use serde_json::{Value, json};
 
+/// An event going on sale in 10 minutes behind a waiting room of these sizes.
 async fn queue_event(app: &TestApp, max_size: u32, max_shoppers: u32) -> EventId {
-    let res = app
-        .create_event_with(ORGANIZER_KEY, &app.event_body(Duration::minutes(10)))
-        .await;
-    assert_eq!(res.status(), 201);
-    let body: Value = res.json().await.unwrap();
-    let event: EventId = body["event_id"].as_str().unwrap().parse().unwrap();
-    let res = app
-        .client
-        .put(app.url(&format!("/events/{event}/queue")))
-        .header("x-api-key", ORGANIZER_KEY)
-        .json(&json!({"max_size": max_size, "max_shoppers": max_shoppers, "admission_secs": 120}))
-        .send()
-        .await
-        .unwrap();
+    let event = app.create_event_from(&app.event_body(Duration::minutes(10))).await;
+    let settings = json!({"max_size": max_size, "max_shoppers": max_shoppers, "admission_secs": 120});
+    let res = app.open_queue(event, settings).await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let opened: Value = res.json().await.unwrap();
     app.availability(event, opened["position"].as_str()).await;
     event
-}
-
-async fn journal_len(app: &TestApp) -> u64 {
-    let mut n = 0;
-    for p in 0..app.journal.partitions() {
-        n += app.journal.end_offset(p).await.unwrap();
-    }
-    n
 }
 
 async fn reserve_with(
@@ -101,97 +83,55 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
 
     // The onsale: the writer draws the lottery and lets one fan in (one shopper at a time).
     app.clock.advance(Duration::minutes(10));
-    let mut admitted = None;
-    for _ in 0..250 {
+    let statuses = || async {
+        let mut statuses = Vec::new();
         for who in ["alice", "bob", "carol"] {
-            let s: Value = app
-                .get_as(who, &format!("/events/{event}/queue/me"))
-                .await
-                .json()
-                .await
-                .unwrap();
-            if s["status"] == "admitted" {
-                admitted = Some((who, s));
-            }
+            statuses.push((who, app.get_json_as(who, &format!("/events/{event}/queue/me")).await));
         }
-        if admitted.is_some() {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    let (fan, status) = admitted.expect("somebody was let in at the onsale");
+        statuses
+    };
+    let admitted =
+        |statuses: &Vec<(&'static str, Value)>| statuses.iter().rev().find(|(_, s)| s["status"] == "admitted").cloned();
+    let (fan, status) = wait_until(WAIT, "somebody is let in at the onsale", statuses, admitted).await;
     let token = status["admission_token"].as_str().unwrap().to_owned();
     let ticket = status["ticket"].as_u64().unwrap();
     let until: chrono::DateTime<chrono::Utc> = status["admitted_until"].as_str().unwrap().parse().unwrap();
     let other_fan = if fan == "alice" { "bob" } else { "alice" };
 
     // Every wrong token is refused and changes nothing.
-    let before = journal_len(&app).await;
-    problem(
-        reserve_with(&app, fan, event, None, &["A-1-1"]).await,
-        403,
-        "admission-required",
-    )
-    .await;
+    let before = ends(app.journal.as_ref()).await;
     let mut forged = token.clone();
     let last = forged.pop().unwrap();
     forged.push(if last == 'A' { 'B' } else { 'A' });
-    problem(
-        reserve_with(&app, fan, event, Some(&forged), &["A-1-1"]).await,
-        403,
-        "admission-invalid",
-    )
-    .await;
-    let elsewhere = app
+    let customer = CustomerId::parse(fan).unwrap();
+    let elsewhere = app.auth.admission_token(other_event, &customer, ticket, until);
+    let expired = app
         .auth
-        .admission_token(other_event, &CustomerId::parse(fan).unwrap(), ticket, until);
-    problem(
-        reserve_with(&app, fan, event, Some(&elsewhere), &["A-1-1"]).await,
-        403,
-        "admission-wrong-event",
-    )
-    .await;
-    problem(
-        reserve_with(&app, other_fan, event, Some(&token), &["A-1-1"]).await,
-        403,
-        "admission-invalid",
-    )
-    .await;
-    let expired = app.auth.admission_token(
-        event,
-        &CustomerId::parse(fan).unwrap(),
-        ticket,
-        app.now() - Duration::seconds(1),
-    );
-    problem(
-        reserve_with(&app, fan, event, Some(&expired), &["A-1-1"]).await,
-        403,
-        "admission-expired",
-    )
-    .await;
-    assert_eq!(journal_len(&app).await, before, "refusals record nothing");
+        .admission_token(event, &customer, ticket, app.now() - Duration::seconds(1));
+    for (who, admission, kind) in [
+        (fan, None, "admission-required"),
+        (fan, Some(&forged), "admission-invalid"),
+        (fan, Some(&elsewhere), "admission-wrong-event"),
+        (other_fan, Some(&token), "admission-invalid"),
+        (fan, Some(&expired), "admission-expired"),
+    ] {
+        let res = reserve_with(&app, who, event, admission.map(String::as_str), &["A-1-1"]).await;
+        problem(res, 403, kind).await;
+    }
+    assert_eq!(ends(app.journal.as_ref()).await, before, "refusals record nothing");
 
     // The real token holds one reservation at a time; the booking spends it.
     let res = reserve_with(&app, fan, event, Some(&token), &["A-1-1", "A-1-2"]).await;
     assert_eq!(res.status(), 201);
     let held: Value = res.json().await.unwrap();
     let rid = held["reservation_id"].as_str().unwrap().to_owned();
-    problem(
-        reserve_with(&app, fan, event, Some(&token), &["A-1-3"]).await,
-        409,
-        "admission-in-use",
-    )
-    .await;
+    let again = || reserve_with(&app, fan, event, Some(&token), &["A-1-3"]);
+    problem(again().await, 409, "admission-in-use").await;
     let paid = app
         .webhook(&app.payment_event("payment_intent.succeeded", "evt_q1", event, &rid, 20000))
         .await;
     assert_eq!(paid.status(), 200);
-    problem(
-        reserve_with(&app, fan, event, Some(&token), &["A-1-3"]).await,
-        409,
-        "admission-spent",
-    )
-    .await;
+    problem(again().await, 409, "admission-spent").await;
     let spent = status_until(&app, event, fan, |s| s["status"] == "spent").await;
     assert_eq!(spent["admission_token"], Value::Null);
 
@@ -217,12 +157,7 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
     let left = status_until(&app, event, quitter, |s| s["status"] == "left").await;
     assert_eq!(left["admission_token"], Value::Null);
     // Resuming: from the current version nothing is sent; from an older one, the current status.
-    let now: Value = app
-        .get_as(watcher, &format!("/events/{event}/queue/me"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let now = app.get_json_as(watcher, &format!("/events/{event}/queue/me")).await;
     let current = now["version"].as_str().unwrap().to_owned();
     let stream_path = format!("/events/{event}/queue/me/stream");
     let mut resumed = SseReader::open(&app, &stream_path, Some(watcher), Some(&current)).await;
@@ -262,14 +197,7 @@ async fn joining_a_queue_needs_one_and_the_waitlist_needs_a_sold_out_event() {
         "not-in-queue",
     )
     .await;
-    let res = app
-        .client
-        .put(app.url(&format!("/events/{event}/queue")))
-        .header("x-api-key", ORGANIZER_KEY)
-        .json(&json!({"max_shoppers": 0}))
-        .send()
-        .await
-        .unwrap();
+    let res = app.open_queue(event, json!({"max_shoppers": 0})).await;
     problem(res, 422, "invalid-queue").await;
     app.stop().await;
 }
@@ -318,9 +246,8 @@ fn apply_frame(map: &mut BTreeMap<String, char>, s: &Sse) {
 async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
     let app = TestApp::spawn().await;
     let event = app.create_event().await;
-    let res = app.reserve_seats("alice", event, &["B-1-1"]).await;
-    let position = res.headers()["frontrow-position"].to_str().unwrap().to_owned();
-    app.availability(event, Some(&position)).await;
+    app.map_after(event, &app.reserve_seats("alice", event, &["B-1-1"]).await)
+        .await;
     let path = format!("/events/{event}/seats/stream");
     let mut stream = SseReader::open(&app, &path, None, None).await;
     let snapshot = stream.next(StdDuration::from_secs(5)).await.unwrap();
@@ -337,7 +264,7 @@ async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
         ("carol", ["A-2-1", "A-2-2"]),
         ("dan", ["A-1-5", "A-1-6"]),
     ] {
-        let held: Value = app.reserve_seats(who, event, &seats).await.json().await.unwrap();
+        let held = app.reserve_seats_json(who, event, &seats).await;
         rids.push((who, held["reservation_id"].as_str().unwrap().to_owned()));
     }
     app.post_as("carol", &format!("/events/{event}/reservations/{}/release", rids[1].1))
@@ -360,9 +287,10 @@ async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
     }
     // Resume: first the missed records from the journal, then live ones.
     let mut stream = SseReader::open(&app, &path, None, Some(&last_id)).await;
-    let res = app.reserve_seats("fay", event, &["B-1-6"]).await;
-    let position = res.headers()["frontrow-position"].to_str().unwrap().to_owned();
-    let served = seat_letters(&app.availability(event, Some(&position)).await);
+    let served = seat_letters(
+        &app.map_after(event, &app.reserve_seats("fay", event, &["B-1-6"]).await)
+            .await,
+    );
     while map != served {
         let s = stream
             .next(StdDuration::from_secs(5))
@@ -381,14 +309,12 @@ async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
         .collect();
     assert_eq!(received, expected);
     // A Last-Event-ID of another partition is refused.
-    let res = app
-        .client
-        .get(app.url(&path))
-        .header("last-event-id", "999:1")
-        .send()
-        .await
-        .unwrap();
-    problem(res, 400, "bad-last-event-id").await;
+    problem(
+        app.get_with(&path, ("last-event-id", "999:1")).await,
+        400,
+        "bad-last-event-id",
+    )
+    .await;
     app.stop().await;
 }
 

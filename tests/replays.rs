@@ -11,12 +11,8 @@ use serde_json::{Value, json};
 /// The `event:` name of the first server-sent event of a seat stream resumed after `last_id`.
 async fn first_sse_event(app: &TestApp, event: frontrow_schema::EventId, last_id: &str) -> String {
     let mut res = app
-        .client
-        .get(app.url(&format!("/events/{event}/seats/stream")))
-        .header("last-event-id", last_id)
-        .send()
-        .await
-        .unwrap();
+        .get_with(&format!("/events/{event}/seats/stream"), ("last-event-id", last_id))
+        .await;
     assert_eq!(res.status(), 200);
     let mut buf = String::new();
     while !buf.contains("\n\n") {
@@ -35,12 +31,9 @@ async fn first_sse_event(app: &TestApp, event: frontrow_schema::EventId, last_id
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
     let app = TestApp::spawn().await;
-    let res = app
-        .create_event_with(ORGANIZER_KEY, &app.event_body(chrono::Duration::minutes(-1)))
+    let (event, created_at) = app
+        .create_event_written(&app.event_body(chrono::Duration::minutes(-1)))
         .await;
-    let created: Value = res.json().await.unwrap();
-    let event: frontrow_schema::EventId = created["event_id"].as_str().unwrap().parse().unwrap();
-    let created_at = created["position"].as_str().unwrap().to_owned();
     let held = app.reserve("alice", event, "k1", json!({"seats": ["A-1-1"]})).await;
     assert_eq!(held.status(), 201);
     let position = held.json::<Value>().await.unwrap()["position"]
@@ -65,12 +58,8 @@ async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
     assert_eq!(first_sse_event(&app, event, &created_at).await, "snapshot");
     // And an organizer's seat history still has its place.
     let res = app
-        .client
-        .get(app.url(&format!("/events/{event}/seats/A-1-1/history")))
-        .header("x-api-key", ORGANIZER_KEY)
-        .send()
-        .await
-        .unwrap();
+        .get_with(&format!("/events/{event}/seats/A-1-1/history"), AS_ORGANIZER)
+        .await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     let history: Value = res.json().await.unwrap();
     assert_eq!(history["state"], "held", "{history}");

@@ -1,10 +1,12 @@
 //! Acknowledged writes survive `kill -9` of the real `frontrow` process.
 
+mod common;
+
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::{WAIT, seats_lettered, send_json, spawn_listening, wait_until};
 use serde_json::{Value, json};
 
 const SAMPLE: &str = "5a3b1e00-0000-4000-8000-000000000001";
@@ -15,27 +17,16 @@ struct Server {
 }
 
 fn start(data_dir: &std::path::Path, journal: &str) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_frontrow"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--journal", journal, "--data-dir"])
-        .arg(data_dir)
-        .env("FRONTROW_LOG", "warn")
-        // Load from one loopback address: no rate limits.
-        .env("FRONTROW_LIMITS__CUSTOMER_PER_SECOND", "0")
-        .env("FRONTROW_LIMITS__ADDRESS_PER_SECOND", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the frontrow binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let base = loop {
-        let line = lines.next().expect("the server prints its address").unwrap();
-        if let Some(addr) = line.strip_prefix("FrontRow listening on ") {
-            break addr.trim().to_owned();
-        }
-    };
-    // Keep draining stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+    let (child, base) = spawn_listening(
+        Command::new(env!("CARGO_BIN_EXE_frontrow"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--journal", journal, "--data-dir"])
+            .arg(data_dir)
+            .env("FRONTROW_LOG", "warn")
+            // Load from one loopback address: no rate limits.
+            .env("FRONTROW_LIMITS__CUSTOMER_PER_SECOND", "0")
+            .env("FRONTROW_LIMITS__ADDRESS_PER_SECOND", "0")
+            .stderr(Stdio::inherit()),
+    );
     Server { child, base }
 }
 
@@ -117,12 +108,9 @@ async fn kill_dash_nine(journal: &str) {
         }));
     }
     // Let some reservations land, then kill -9 (SIGKILL: no graceful shutdown, no flush).
-    loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if acknowledged.lock().unwrap().len() >= 150 {
-            break;
-        }
-    }
+    let landed = || async { acknowledged.lock().unwrap().len() };
+    let message = "150 reservations are acknowledged";
+    wait_until(Duration::from_secs(120), message, landed, |n| (*n >= 150).then_some(())).await;
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     for t in tasks {
@@ -152,38 +140,13 @@ async fn kill_dash_nine(journal: &str) {
         assert_eq!(&got, seats);
     }
     // Every acknowledged seat is held on the map after the restart, and no seat twice.
-    let mut ready = false;
-    for _ in 0..100 {
-        if client.get(format!("{base}/ready")).send().await.unwrap().status() == 200 {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ready);
-    let map: Value = client
-        .get(format!("{base}/events/{SAMPLE}/availability"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let mut held = HashSet::new();
-    for section in map["sections"].as_array().unwrap() {
-        for row in section["rows"].as_array().unwrap() {
-            for (i, c) in row["seats"].as_str().unwrap().chars().enumerate() {
-                if c == 'H' {
-                    held.insert(format!(
-                        "{}-{}-{}",
-                        section["code"].as_str().unwrap(),
-                        row["name"].as_str().unwrap(),
-                        i + 1
-                    ));
-                }
-            }
-        }
-    }
+    let ready = || async { client.get(format!("{base}/ready")).send().await.unwrap().status() };
+    wait_until(WAIT, "the restarted server is ready", ready, |s| {
+        (*s == 200).then_some(())
+    })
+    .await;
+    let map = send_json(client.get(format!("{base}/events/{SAMPLE}/availability"))).await;
+    let held = seats_lettered(&map, 'H');
     let mut seen = HashSet::new();
     for (_, seats, _) in &acknowledged {
         for s in seats {

@@ -21,17 +21,6 @@ fn attribute_event(app: &TestApp) -> Value {
     body
 }
 
-const ORGANIZER: (&str, &str) = ("x-api-key", ORGANIZER_KEY);
-
-async fn create(app: &TestApp, body: &Value) -> EventId {
-    let res = app.create_event_with(ORGANIZER_KEY, body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let body: Value = res.json().await.unwrap();
-    let event = body["event_id"].as_str().unwrap().parse().unwrap();
-    app.availability(event, body["position"].as_str()).await;
-    event
-}
-
 async fn best(app: &TestApp, who: &str, event: EventId, key: &str, best: Value) -> reqwest::Response {
     app.reserve(who, event, key, json!({ "best_available": best })).await
 }
@@ -68,7 +57,7 @@ fn seats_of(reservation: &Value) -> Vec<&str> {
 #[tokio::test]
 async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() {
     let app = TestApp::spawn().await;
-    let event = create(&app, &attribute_event(&app)).await;
+    let event = app.create_event_from(&attribute_event(&app)).await;
 
     // The map and the event carry the attributes, per row.
     let map = app.availability(event, None).await;
@@ -81,70 +70,36 @@ async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() 
         map["sections"][0]["rows"][1].get("wheelchair").is_none(),
         "empty lists are absent"
     );
-    let details: Value = app.get(&format!("/events/{event}")).await.json().await.unwrap();
+    let details = app.get_json(&format!("/events/{event}")).await;
     assert_eq!(
         details["seat_map"]["sections"][0]["rows"][0]["companion"],
         json!([2, 9])
     );
 
-    let res = best(
-        &app,
-        "alice",
-        event,
-        "a1",
-        json!({"section": "A", "count": 2, "accessible": true}),
-    )
-    .await;
+    let accessible = |count: u8| json!({"section": "A", "count": count, "accessible": true});
+    let res = best(&app, "alice", event, "a1", accessible(2)).await;
     assert_eq!(res.status(), 201);
     let first: Value = res.json().await.unwrap();
     assert_eq!(seats_of(&first), ["A-1-1", "A-1-2"]);
     // A retry with the same key is the same reservation.
-    let again: Value = best(
-        &app,
-        "alice",
-        event,
-        "a1",
-        json!({"section": "A", "count": 2, "accessible": true}),
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
-    assert_eq!(again["reservation_id"], first["reservation_id"]);
-    let res = best(
-        &app,
-        "bob",
-        event,
-        "b1",
-        json!({"section": "A", "count": 2, "accessible": true}),
-    )
-    .await;
+    let again = best(&app, "alice", event, "a1", accessible(2)).await;
+    assert_eq!(
+        again.json::<Value>().await.unwrap()["reservation_id"],
+        first["reservation_id"]
+    );
+    let res = best(&app, "bob", event, "b1", accessible(2)).await;
     assert_eq!(seats_of(&res.json::<Value>().await.unwrap()), ["A-1-9", "A-1-10"]);
 
     // None left: a precise 409 that writes nothing.
     let before = ends(app.journal.as_ref()).await;
-    let res = best(
-        &app,
-        "carol",
-        event,
-        "c1",
-        json!({"section": "A", "count": 2, "accessible": true}),
-    )
-    .await;
+    let res = best(&app, "carol", event, "c1", accessible(2)).await;
     let body = problem(res, 409, "no-accessible-seats").await;
     assert_eq!(
         body["detail"],
         "section A has no 2 adjacent free seats with a wheelchair space and a companion seat next to it"
     );
     // One seat cannot be a wheelchair space and its companion.
-    let res = best(
-        &app,
-        "carol",
-        event,
-        "c2",
-        json!({"section": "A", "count": 1, "accessible": true}),
-    )
-    .await;
+    let res = best(&app, "carol", event, "c2", accessible(1)).await;
     let body = problem(res, 422, "accessible-too-few").await;
     assert_eq!(body["min_seats"], 2);
     assert_eq!(ends(app.journal.as_ref()).await, before);
@@ -153,14 +108,8 @@ async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() 
 
     // `aisle` alone prefers an aisle block; both of row 1's aisle seats are taken and row 2 has
     // none, so it is the plain best block of the frontmost row.
-    let res = best(
-        &app,
-        "dave",
-        event,
-        "d1",
-        json!({"section": "A", "count": 2, "aisle": true}),
-    )
-    .await;
+    let aisle = json!({"section": "A", "count": 2, "aisle": true});
+    let res = best(&app, "dave", event, "d1", aisle).await;
     assert_eq!(seats_of(&res.json::<Value>().await.unwrap()), ["A-1-5", "A-1-6"]);
     app.stop().await;
 }
@@ -211,22 +160,10 @@ async fn bad_withholds_and_returns_are_refused_and_change_nothing() {
     let back = format!("/events/{event}/withheld-seats/return");
     let before = ends(app.journal.as_ref()).await;
 
-    let res = app
-        .client
-        .post(app.url(&path))
-        .json(&json!({"seats": ["A-1-2"], "label": "x"}))
-        .send()
-        .await
-        .unwrap();
+    let one_seat = json!({"seats": ["A-1-2"], "label": "x"});
+    let res = send(app.client.post(app.url(&path)).json(&one_seat)).await;
     problem(res, 401, "unauthorized").await;
-    let res = organizer_post(
-        &app,
-        OTHER_ORGANIZER_KEY,
-        &path,
-        None,
-        json!({"seats": ["A-1-2"], "label": "x"}),
-    )
-    .await;
+    let res = organizer_post(&app, OTHER_ORGANIZER_KEY, &path, None, one_seat).await;
     problem(res, 403, "forbidden").await;
     let res = organizer_post(&app, OTHER_ORGANIZER_KEY, &back, None, json!({"seats": ["A-1-5"]})).await;
     problem(res, 403, "forbidden").await;
@@ -255,14 +192,8 @@ async fn bad_withholds_and_returns_are_refused_and_change_nothing() {
     assert_eq!(problem(res, 422, "unknown-seats").await["seats"], json!(["A-9-1"]));
     let res = organizer_post(&app, ORGANIZER_KEY, &back, None, json!({"seats": ["Z-1-1"]})).await;
     problem(res, 422, "unknown-seats").await;
-    let res = organizer_post(
-        &app,
-        ORGANIZER_KEY,
-        &path,
-        None,
-        json!({"seats": ["nope"], "label": "x"}),
-    )
-    .await;
+    let not_a_seat = json!({"seats": ["nope"], "label": "x"});
+    let res = organizer_post(&app, ORGANIZER_KEY, &path, None, not_a_seat).await;
     assert_eq!(res.status(), 422);
     assert_eq!(res.headers()["content-type"], "application/problem+json");
 
@@ -276,9 +207,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     let event = app.create_event().await;
     let path = format!("/events/{event}/withheld-seats");
     let body = json!({"seats": ["A-1-4", "A-1-5"], "label": "house seats"});
-    let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("hold-1"), body.clone()).await;
-    assert_eq!(res.status(), 200);
-    let written: Value = res.json().await.unwrap();
+    let written = ok_json(organizer_post(&app, ORGANIZER_KEY, &path, Some("hold-1"), body.clone()).await).await;
     let map = app.availability(event, written["position"].as_str()).await;
     assert_eq!(map["seats"]["withheld"], 2);
     assert_eq!(map["seats"]["available"], 24);
@@ -313,11 +242,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     assert_eq!(res.status(), 201);
     let held: Value = res.json().await.unwrap();
     let rid = held["reservation_id"].as_str().unwrap();
-    let paid = app.payment_event("payment_intent.succeeded", "evt_ret", event, rid, 10000);
-    assert_eq!(
-        app.webhook(&paid).await.json::<Value>().await.unwrap()["outcome"],
-        "booked"
-    );
+    assert_eq!(app.pay(event, "evt_ret", rid, 10000).await["outcome"], "booked");
 
     // The write side, the map, the ledger and the analytics replay agree, and add up.
     let state = &app.replay().await[&event];
@@ -333,7 +258,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
         ),
         (json!(4), json!(1), json!(1))
     );
-    let sales = get_until(&app, &format!("/events/{event}/sales"), ORGANIZER, |v| {
+    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v| {
         v["total"]["booked_now"] == 1
     })
     .await;
@@ -347,21 +272,15 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
         t["seats"].as_i64().unwrap()
     );
     assert_eq!(t["seats"], 26);
-    let history = get_until(&app, &format!("/events/{event}/seats/A-1-5/history"), ORGANIZER, |v| {
-        v["history"].as_array().is_some_and(|h| h.len() == 4)
-    })
-    .await;
-    let kinds: Vec<&str> = history["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["withheld", "returned", "held", "booked"]);
+    let history = history_until(&app, event, "A-1-5", 4).await;
+    assert_eq!(history_kinds(&history), ["withheld", "returned", "held", "booked"]);
     assert_eq!(history["history"][0]["reservation_id"], Value::Null);
-    let still = get_until(&app, &format!("/events/{event}/seats/A-1-4/history"), ORGANIZER, |v| {
-        v["state"] == "withheld"
-    })
+    let still = get_until(
+        &app,
+        &format!("/events/{event}/seats/A-1-4/history"),
+        AS_ORGANIZER,
+        |v| v["state"] == "withheld",
+    )
     .await;
     assert_eq!(still["history"][0]["kind"], "withheld");
 
@@ -397,16 +316,8 @@ async fn a_keyed_withhold_retried_after_its_return_withholds_nothing() {
     let hold = json!({"seats": ["A-1-3", "A-1-4"], "label": "camera"});
     let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("cam-1"), hold).await;
     assert_eq!(res.status(), 200);
-    let res = organizer_post(
-        &app,
-        ORGANIZER_KEY,
-        &back,
-        Some("cam-back-1"),
-        json!({"seats": ["A-1-3", "A-1-4"]}),
-    )
-    .await;
-    assert_eq!(res.status(), 200);
-    let returned: Value = res.json().await.unwrap();
+    let both = json!({"seats": ["A-1-3", "A-1-4"]});
+    let returned = ok_json(organizer_post(&app, ORGANIZER_KEY, &back, Some("cam-back-1"), both).await).await;
     let map = app.availability(event, returned["position"].as_str()).await;
     assert_eq!(map["sections"][0]["rows"][0]["seats"], "AAAAAAAAAA");
 

@@ -6,35 +6,15 @@ mod common;
 
 use chrono::Duration;
 use common::*;
-use frontrow_schema::EventId;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-
-/// Creates an event of the common small body, changed by `change`, with its onsale `onsale_in`
-/// from now; returns once the query side has it.
-async fn event_with(app: &TestApp, onsale_in: Duration, change: impl FnOnce(&mut Value)) -> EventId {
-    let mut body = app.event_body(onsale_in);
-    change(&mut body);
-    let res = app.create_event_with(ORGANIZER_KEY, &body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let created: Value = res.json().await.unwrap();
-    let event: EventId = created["event_id"].as_str().unwrap().parse().unwrap();
-    app.availability(event, created["position"].as_str()).await;
-    event
-}
-
-/// The availability map after `res` (a write) is visible.
-async fn map_after(app: &TestApp, event: EventId, res: &reqwest::Response) -> Value {
-    let position = res.headers()["frontrow-position"].to_str().unwrap().to_owned();
-    app.availability(event, Some(&position)).await
-}
 
 #[tokio::test]
 async fn a_selection_that_strands_a_seat_is_refused_naming_it_and_changes_nothing() {
     let app = TestApp::spawn().await;
     let event = app.create_event().await;
-    let details: Value = app.get(&format!("/events/{event}")).await.json().await.unwrap();
+    let details = app.get_json(&format!("/events/{event}")).await;
     assert_eq!(details["allow_orphan_seats"], false, "the rule is on by default");
     let map = app.availability(event, None).await;
     let before = ends(app.journal.as_ref()).await;
@@ -66,7 +46,9 @@ async fn a_selection_that_no_other_choice_of_its_size_can_improve_is_accepted() 
     assert_eq!(res.status(), 201);
     let res = app.reserve_seats("bob", event, &["B-1-4", "B-1-5"]).await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let map = map_after(&app, event, &app.reserve_seats("carol", event, &["B-1-6"]).await).await;
+    let map = app
+        .map_after(event, &app.reserve_seats("carol", event, &["B-1-6"]).await)
+        .await;
     assert_eq!(seat_letters(&map)["B-1-6"], 'H', "the last seat sells to a single");
     app.stop().await;
 }
@@ -74,12 +56,14 @@ async fn a_selection_that_no_other_choice_of_its_size_can_improve_is_accepted() 
 #[tokio::test]
 async fn an_organizer_can_turn_the_rule_off() {
     let app = TestApp::spawn().await;
-    let event = event_with(&app, Duration::minutes(-1), |b| b["allow_orphan_seats"] = json!(true)).await;
-    let details: Value = app.get(&format!("/events/{event}")).await.json().await.unwrap();
+    let event = app
+        .create_event_changed(Duration::minutes(-1), |b| b["allow_orphan_seats"] = json!(true))
+        .await;
+    let details = app.get_json(&format!("/events/{event}")).await;
     assert_eq!(details["allow_orphan_seats"], true);
     let res = app.reserve_seats("alice", event, &["A-1-2", "A-1-3"]).await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let letters = seat_letters(&map_after(&app, event, &res).await);
+    let letters = seat_letters(&app.map_after(event, &res).await);
     assert_eq!((letters["A-1-1"], letters["A-1-2"]), ('A', 'H'));
     // A switch that is not a boolean is a bad body, and creates nothing.
     let mut body = app.event_body(Duration::minutes(-1));
@@ -181,19 +165,15 @@ struct Outcome {
 /// pays for the first hold it gets, or leaves when no area has them. Runs until every fan has
 /// been let in or told "sold out", and checks the venue sold to its last place.
 async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&mut StdRng) -> u8) -> Outcome {
-    let event = event_with(app, Duration::minutes(10), |body| {
-        body["seat_map"] = venue.seat_map.clone();
-        body["max_seats_per_order"] = json!(6);
-    })
-    .await;
+    let event = app
+        .create_event_changed(Duration::minutes(10), |body| {
+            body["seat_map"] = venue.seat_map.clone();
+            body["max_seats_per_order"] = json!(6);
+        })
+        .await;
     let res = app
-        .client
-        .put(app.url(&format!("/events/{event}/queue")))
-        .header("x-api-key", ORGANIZER_KEY)
-        .json(&json!({"max_shoppers": 4, "admission_secs": 600}))
-        .send()
-        .await
-        .unwrap();
+        .open_queue(event, json!({"max_shoppers": 4, "admission_secs": 600}))
+        .await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
     app.clock.advance(Duration::minutes(10));
     let name = |n: u32| format!("fan{n}");

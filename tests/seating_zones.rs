@@ -20,15 +20,6 @@ fn mixed_venue(app: &TestApp, artist: &str) -> Value {
     body
 }
 
-async fn create(app: &TestApp, body: &Value) -> EventId {
-    let res = app.create_event_with(ORGANIZER_KEY, body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let body: Value = res.json().await.unwrap();
-    let event: EventId = body["event_id"].as_str().unwrap().parse().unwrap();
-    app.availability(event, body["position"].as_str()).await;
-    event
-}
-
 async fn reserve_zone(app: &TestApp, who: &str, event: EventId, count: u8) -> reqwest::Response {
     let key = uuid::Uuid::new_v4().to_string();
     app.reserve(who, event, &key, json!({"zone": "FLOOR", "count": count}))
@@ -51,10 +42,10 @@ async fn next(stream: &mut SseReader) -> Sse {
 #[tokio::test]
 async fn a_mixed_venue_sells_standing_places_end_to_end() {
     let app = TestApp::spawn().await;
-    let event = create(&app, &mixed_venue(&app, "Zonara Floorfield")).await;
+    let event = app.create_event_from(&mixed_venue(&app, "Zonara Floorfield")).await;
 
     // The event and the map: the zone has counts, not letters.
-    let details: Value = app.get(&format!("/events/{event}")).await.json().await.unwrap();
+    let details = app.get_json(&format!("/events/{event}")).await;
     assert_eq!(
         details["seat_map"]["sections"][1]["standing"],
         json!({"capacity": 6, "tier": "GA"})
@@ -113,9 +104,7 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     );
 
     // Pay through the webhook: the places are booked.
-    let paid = app.payment_event("payment_intent.succeeded", "evt_zone", event, &rid, 12000);
-    let answer: Value = app.webhook(&paid).await.json().await.unwrap();
-    assert_eq!(answer["outcome"], "booked");
+    assert_eq!(app.pay(event, "evt_zone", &rid, 12000).await["outcome"], "booked");
     assert_eq!(next(&mut stream).await.event.as_deref(), Some("seat"));
     let zone = next(&mut stream).await;
     let counts: Value = serde_json::from_str(&zone.data).unwrap();
@@ -127,11 +116,8 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     let bob: Value = res.json().await.unwrap();
     assert_eq!(bob["seats"], json!(["FLOOR-GA-5", "FLOOR-GA-6"]));
     let brid = bob["reservation_id"].as_str().unwrap();
-    let res = app
-        .post_as("bob", &format!("/events/{event}/reservations/{brid}/release"))
-        .await;
-    assert_eq!(res.status(), 200);
-    let released: Value = res.json().await.unwrap();
+    let release = format!("/events/{event}/reservations/{brid}/release");
+    let released = ok_json(app.post_as("bob", &release).await).await;
     let map = app.availability(event, released["position"].as_str()).await;
     assert_eq!(
         floor(&map)["standing"],
@@ -147,12 +133,9 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     }
 
     // The ledger: a sales line for the zone, and a place's history like a seat's.
-    let sales = get_until(
-        &app,
-        &format!("/events/{event}/sales"),
-        ("x-api-key", ORGANIZER_KEY),
-        |v| v["total"]["released"] == 2,
-    )
+    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v| {
+        v["total"]["released"] == 2
+    })
     .await;
     let line = sales["lines"]
         .as_array()
@@ -247,7 +230,7 @@ fn analytics(app: &TestApp, args: &[&str]) -> Value {
 #[tokio::test]
 async fn every_wrong_zone_request_is_a_problem_and_writes_nothing() {
     let app = TestApp::spawn().await;
-    let event = create(&app, &mixed_venue(&app, "Refusa")).await;
+    let event = app.create_event_from(&mixed_venue(&app, "Refusa")).await;
     // Five of six places held (by two fans), within their per-customer limit of 6.
     assert_eq!(reserve_zone(&app, "alice", event, 4).await.status(), 201);
     let bob = reserve_zone(&app, "bob", event, 1).await;

@@ -11,7 +11,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// An OTLP/HTTP collector stand-in: keeps every body posted to `/v1/traces`.
 async fn receiver() -> (String, Arc<Mutex<Vec<Bytes>>>) {
@@ -100,15 +100,12 @@ async fn request_and_writer_spans_reach_an_otlp_collector() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
-    let token: Value = client
-        .post(format!("{base}/demo/tokens"))
-        .json(&json!({ "customer": "otel-fan" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let token = common::send_json(
+        client
+            .post(format!("{base}/demo/tokens"))
+            .json(&json!({ "customer": "otel-fan" })),
+    )
+    .await;
     let event = frontrow::sample::SAMPLE_EVENT_ID;
     let reserve = client
         .post(format!("{base}/events/{event}/reservations"))

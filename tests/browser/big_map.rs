@@ -28,15 +28,14 @@ fn stadium(app: &crate::common::TestApp) -> Value {
 async fn a_200000_seat_map_opens_zooms_into_a_section_and_picks_a_seat() -> anyhow::Result<()> {
     let scene = Scene::start().await?;
     let app = &scene.app;
-    let event = create_event(app, &stadium(app)).await?;
+    let event = app.create_event_from(&stadium(app)).await;
     let map = app.availability(event, None).await;
     anyhow::ensure!(
         crate::common::seat_letters(&map).len() == 200_000,
         "the event has 200,000 seats"
     );
 
-    let b = scene.fan("alice", Viewport::DESKTOP).await?;
-    scene.open_event(&b, event).await?;
+    let b = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
     let drawn = b
         .js(
             "const m = performance.getEntriesByName('map-drawn'); return m.length ? m[0].startTime : null;",
@@ -44,15 +43,7 @@ async fn a_200000_seat_map_opens_zooms_into_a_section_and_picks_a_seat() -> anyh
         )
         .await?;
     println!("200,000 seats: map-drawn at {drawn} ms after navigation");
-    let sections = b
-        .js("return document.querySelectorAll('#sections .section').length;", vec![])
-        .await?;
-    b.check(
-        "big-map-42",
-        sections == json!(20),
-        format!("{sections} section buttons, expected 20"),
-    )
-    .await?;
+    check_count(&b, "big-map-42", "#sections .section", 20, "section buttons").await?;
     b.screenshot("big-map-1-overview").await?;
 
     b.click("#sections .section[data-section=\"S07\"]").await?;
@@ -66,12 +57,8 @@ async fn a_200000_seat_map_opens_zooms_into_a_section_and_picks_a_seat() -> anyh
     b.wait_for("#hold-panel", WAIT).await?;
     api_wait_letter(app, event, "S07-25-100", 'H').await?;
 
-    let phone = scene.fan("bob", Viewport::PHONE).await?;
-    scene.open_event(&phone, event).await?;
+    let phone = scene.fan_on("bob", Viewport::PHONE, event).await?;
     wait_status(&phone, "big-map-phone-held", "S07-25-100", "H", WAIT).await?;
     phone.screenshot("big-map-4-phone-overview").await?;
-    b.close().await?;
-    phone.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([b, phone]).await
 }

@@ -15,7 +15,7 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_and_sees_the_book
     let mut body = app.event_body(Duration::minutes(-1));
     body["title"] = json!("Arctic Monkeys: The Car Tour");
     body["artist"] = json!("Arctic Monkeys");
-    let event = create_event(app, &body).await?;
+    let event = app.create_event_from(&body).await;
     wait_searchable(app, "arctic monkys", event).await?;
 
     let b = scene.fan("alice", Viewport::DESKTOP).await?;
@@ -41,15 +41,7 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_and_sees_the_book
         click_seat(&b, seat).await?;
     }
     b.wait_for("#selection .picked[data-seat=\"A-1-4\"]", WAIT).await?;
-    let picked = b
-        .js("return document.querySelectorAll('#selection .picked').length;", vec![])
-        .await?;
-    b.check(
-        "checkout-41",
-        picked == json!(2),
-        format!("{picked} seats listed as picked"),
-    )
-    .await?;
+    check_count(&b, "checkout-41", "#selection .picked", 2, "seats listed as picked").await?;
     b.wait_for_text("#total", "200", WAIT).await?;
     b.screenshot("checkout-3-picked").await?;
 
@@ -102,7 +94,5 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_and_sees_the_book
     )
     .await?;
     b.screenshot("checkout-6-my-bookings").await?;
-    b.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([b]).await
 }

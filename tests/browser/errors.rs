@@ -14,8 +14,7 @@ async fn a_seat_taken_under_the_cursor_is_explained_and_shown_held() -> anyhow::
     let scene = Scene::start().await?;
     let app = &scene.app;
     let event = app.create_event().await;
-    let b = scene.fan("alice", Viewport::DESKTOP).await?;
-    scene.open_event(&b, event).await?;
+    let b = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
     for seat in ["B-1-2", "B-1-3"] {
         click_seat(&b, seat).await?;
     }
@@ -37,13 +36,11 @@ async fn a_seat_taken_under_the_cursor_is_explained_and_shown_held() -> anyhow::
     // Nothing of Alice's was held in the rival's seat.
     b.check(
         "errors-rival-kept",
-        api_letter(app, event, "B-1-3").await == 'H',
+        app.seat_letter(event, "B-1-3").await == 'H',
         "the rival lost the seat",
     )
     .await?;
-    b.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([b]).await
 }
 
 #[tokio::test]
@@ -52,8 +49,7 @@ async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Re
     let scene = Scene::start().await?;
     let app = &scene.app;
     let event = app.create_event().await;
-    let b = scene.fan("alice", Viewport::PHONE).await?;
-    scene.open_event(&b, event).await?;
+    let b = scene.fan_on("alice", Viewport::PHONE, event).await?;
     // Not A-1-9: that would leave A-1-10 alone, which the no-orphan rule refuses.
     click_seat(&b, "A-1-8").await?;
     b.click("#hold-button").await?;
@@ -83,7 +79,5 @@ async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Re
     )
     .await?;
     b.screenshot("errors-3-hold-expired-phone").await?;
-    b.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([b]).await
 }

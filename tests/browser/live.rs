@@ -15,10 +15,8 @@ async fn a_hold_in_one_browser_shows_in_the_other_within_a_second_and_a_lapse_fr
     let scene = Scene::start().await?;
     let app = &scene.app;
     let event = app.create_event().await;
-    let alice = scene.fan("alice", Viewport::DESKTOP).await?;
-    let bob = scene.fan("bob", Viewport::PHONE).await?;
-    scene.open_event(&alice, event).await?;
-    scene.open_event(&bob, event).await?;
+    let alice = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
+    let bob = scene.fan_on("bob", Viewport::PHONE, event).await?;
     let seats = ["A-2-5", "A-2-6"];
     for seat in seats {
         bob.check(
@@ -57,8 +55,5 @@ async fn a_hold_in_one_browser_shows_in_the_other_within_a_second_and_a_lapse_fr
     }
     bob.screenshot("live-3-bob-sees-released").await?;
     alice.screenshot("live-4-alice-after-lapse").await?;
-    alice.close().await?;
-    bob.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([alice, bob]).await
 }

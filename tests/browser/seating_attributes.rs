@@ -19,7 +19,7 @@ async fn attributes_are_marked_and_withheld_seats_are_not_for_sale() -> anyhow::
         "name": "1", "seats": 10, "tier": "GOLD",
         "wheelchair": [1, 10], "companion": [2, 9], "aisle": [1, 10], "restricted_view": [5]
     });
-    let event = create_event(app, &body).await?;
+    let event = app.create_event_from(&body).await;
     let withhold = |seats: serde_json::Value| {
         app.client
             .post(app.url(&format!("/events/{event}/withheld-seats")))
@@ -30,8 +30,7 @@ async fn attributes_are_marked_and_withheld_seats_are_not_for_sale() -> anyhow::
     anyhow::ensure!(withhold(json!(["A-2-5", "A-2-6"])).await?.status() == 200);
     api_wait_letter(app, event, "A-2-6", 'W').await?;
 
-    let b = scene.fan("alice", Viewport::DESKTOP).await?;
-    scene.open_event(&b, event).await?;
+    let b = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
     map_ready(&b).await?;
     wait_status(&b, "attrs-withheld", "A-2-5", "W", WAIT).await?;
     let words = |seat: &'static str| {
@@ -97,7 +96,5 @@ async fn attributes_are_marked_and_withheld_seats_are_not_for_sale() -> anyhow::
     anyhow::ensure!(withhold(json!(["A-1-6"])).await?.status() == 200);
     wait_status(&b, "attrs-live-withheld", "A-1-6", "W", WAIT).await?;
     b.screenshot("attrs-1-marks-and-withheld").await?;
-    b.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([b]).await
 }

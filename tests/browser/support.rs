@@ -46,6 +46,13 @@ impl Scene {
         Ok(b)
     }
 
+    /// [`Self::fan`] on the event page ([`Self::open_event`]).
+    pub async fn fan_on(&self, name: &str, viewport: Viewport, event: EventId) -> anyhow::Result<Browser> {
+        let b = self.fan(name, viewport).await?;
+        self.open_event(&b, event).await?;
+        Ok(b)
+    }
+
     /// Opens the event page and waits for the map's first full draw.
     pub async fn open_event(&self, b: &Browser, event: EventId) -> anyhow::Result<()> {
         b.goto(&self.app.url(&format!("/e/{event}"))).await?;
@@ -71,6 +78,15 @@ impl Scene {
     /// Stops the server (the driver and its browsers die when `self.driver` drops).
     pub async fn stop(self) {
         self.app.stop().await;
+    }
+
+    /// The end of a test: closes the browsers, then stops the server.
+    pub async fn finish(self, browsers: impl IntoIterator<Item = Browser>) -> anyhow::Result<()> {
+        for b in browsers {
+            b.close().await?;
+        }
+        self.stop().await;
+        Ok(())
     }
 }
 
@@ -235,34 +251,30 @@ pub async fn wait_problem(b: &Browser, shot: &str, problem: &str) -> anyhow::Res
     Ok(text)
 }
 
+/// Checks that `n` elements on the page match `css` (`what` says what they are).
+pub async fn check_count(b: &Browser, shot: &str, css: &str, n: u64, what: &str) -> anyhow::Result<()> {
+    let found = b
+        .js(
+            "return document.querySelectorAll(arguments[0]).length;",
+            vec![json!(css)],
+        )
+        .await?;
+    b.check(shot, found == json!(n), format!("{found} {what}, expected {n}"))
+        .await
+}
+
 /// Waits until the element matching `css` is displayed and returns its text.
 pub async fn shown_text(b: &Browser, css: &str) -> anyhow::Result<String> {
     b.wait_for(css, WAIT).await?;
     b.text(css).await
 }
 
-/// The availability map's letter for `seat`, read through the API after `position`.
-pub async fn api_letter(app: &TestApp, event: EventId, seat: &str) -> char {
-    let map = app.availability(event, None).await;
-    crate::common::seat_letters(&map)[seat]
-}
-
 /// Waits until the API's map shows `seat` as `letter` (the query side follows the writer).
 pub async fn api_wait_letter(app: &TestApp, event: EventId, seat: &str, letter: char) -> anyhow::Result<()> {
     frontrow_browser::wait_until(WAIT, &format!("the API shows {seat} as {letter}"), || async {
-        Ok((api_letter(app, event, seat).await == letter).then_some(()))
+        Ok((app.seat_letter(event, seat).await == letter).then_some(()))
     })
     .await
-}
-
-/// Creates an event from `body` (as the organizer) and waits until the query side has it.
-pub async fn create_event(app: &TestApp, body: &Value) -> anyhow::Result<EventId> {
-    let res = app.create_event_with(crate::common::ORGANIZER_KEY, body).await;
-    anyhow::ensure!(res.status() == 201, "creating an event: {}", res.text().await?);
-    let written: Value = res.json().await?;
-    let event: EventId = written["event_id"].as_str().context("event_id")?.parse()?;
-    app.availability(event, written["position"].as_str()).await;
-    Ok(event)
 }
 
 /// Waits until `GET /search?q=query` finds `event` (the search projector indexes

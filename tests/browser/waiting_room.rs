@@ -7,7 +7,6 @@ use chrono::Duration;
 use frontrow_browser::{Browser, Viewport};
 use serde_json::json;
 
-use crate::common::ORGANIZER_KEY;
 use crate::support::*;
 
 async fn queue_status(b: &Browser) -> anyhow::Result<String> {
@@ -32,14 +31,10 @@ async fn wait_queue_status(b: &Browser, shot: &str, wanted: &[&str]) -> anyhow::
 async fn fans_wait_in_the_pre_queue_get_places_by_lottery_and_only_the_admitted_one_reserves() -> anyhow::Result<()> {
     let scene = Scene::start().await?;
     let app = &scene.app;
-    let event = create_event(app, &app.event_body(Duration::minutes(10))).await?;
+    let event = app.create_event_from(&app.event_body(Duration::minutes(10))).await;
     let res = app
-        .client
-        .put(app.url(&format!("/events/{event}/queue")))
-        .header("x-api-key", ORGANIZER_KEY)
-        .json(&json!({"max_size": 10, "max_shoppers": 1, "admission_secs": 300}))
-        .send()
-        .await?;
+        .open_queue(event, json!({"max_size": 10, "max_shoppers": 1, "admission_secs": 300}))
+        .await;
     anyhow::ensure!(res.status() == 200, "opening the queue: {}", res.text().await?);
     let opened: serde_json::Value = res.json().await?;
     app.availability(event, opened["position"].as_str()).await;
@@ -122,7 +117,7 @@ async fn fans_wait_in_the_pre_queue_get_places_by_lottery_and_only_the_admitted_
     fan_out
         .check(
             "waiting-room-101",
-            api_letter(app, event, "A-1-2").await == 'A',
+            app.seat_letter(event, "A-1-2").await == 'A',
             "a fan without admission held a seat",
         )
         .await?;
@@ -148,9 +143,5 @@ async fn fans_wait_in_the_pre_queue_get_places_by_lottery_and_only_the_admitted_
         )
         .await?;
     fan_out.screenshot(&format!("queue-6-after-reload-{out_name}")).await?;
-    for (_, b) in fans {
-        b.close().await?;
-    }
-    scene.stop().await;
-    Ok(())
+    scene.finish(fans.map(|(_, b)| b)).await
 }

@@ -3,12 +3,33 @@
 //! live through the seat stream's `zone` events.
 
 use chrono::Duration;
-use frontrow_browser::Viewport;
+use frontrow_browser::{Browser, Viewport};
 use serde_json::{Value, json};
 
 use crate::support::*;
 
 const ZONE: &str = ".zone[data-zone=\"FLOOR\"]";
+
+/// Waits until the zone's block says `places` (e.g. "47 of 50").
+async fn zone_shows(b: &Browser, places: &str) -> anyhow::Result<String> {
+    b.wait_for_text(&format!("{ZONE} .zone-available"), places, WAIT).await
+}
+
+/// Checks the page's counts of the zone (`frontrowMap.zone`) once its block says `places`:
+/// each count named in `expected` has its value (`when` says at which step, on failure).
+async fn check_zone_counts(
+    b: &Browser,
+    shot: &str,
+    places: &str,
+    expected: &[(&str, u64)],
+    when: &str,
+) -> anyhow::Result<()> {
+    zone_shows(b, places).await?;
+    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
+    let ok = expected.iter().all(|(name, n)| counts[*name] == *n);
+    b.check(shot, ok, format!("{when}the page's zone counts: {counts}"))
+        .await
+}
 
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
@@ -17,7 +38,7 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     let app = &scene.app;
     let mut body = app.event_body(Duration::minutes(-1));
     body["seat_map"] = crate::common::mixed_seat_map(6, 50);
-    let event = create_event(app, &body).await?;
+    let event = app.create_event_from(&body).await;
     let zone = |who: &'static str, count: u8| async move {
         let key = uuid::Uuid::new_v4().to_string();
         let res = app
@@ -28,10 +49,8 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     };
     zone("bob", 3).await?;
 
-    let b = scene.fan("alice", Viewport::DESKTOP).await?;
-    scene.open_event(&b, event).await?;
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "47 of 50 places left", WAIT)
-        .await?;
+    let b = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
+    zone_shows(&b, "47 of 50 places left").await?;
     b.screenshot("zones-1-block").await?;
 
     // Three places: replace the picker's value with real keys, then hold.
@@ -47,21 +66,12 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
     .await?;
     b.wait_for_text("#hold-total", "90", WAIT).await?;
     // The block heard of the hold through the stream.
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "44 of 50", WAIT)
-        .await?;
+    zone_shows(&b, "44 of 50").await?;
     b.screenshot("zones-2-held").await?;
 
     // Another fan's hold shows up live.
     zone("carol", 2).await?;
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "42 of 50", WAIT)
-        .await?;
-    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
-    b.check(
-        "zones-counts",
-        counts["held"] == 8 && counts["available"] == 42,
-        format!("the page's zone counts: {counts}"),
-    )
-    .await?;
+    check_zone_counts(&b, "zones-counts", "42 of 50", &[("held", 8), ("available", 42)], "").await?;
 
     b.click("#pay-button").await?;
     b.wait_for("#confirmation:not([hidden])", WAIT).await?;
@@ -75,17 +85,8 @@ async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() ->
         format!("the reservation is {reservation}"),
     )
     .await?;
-    b.wait_for_text(&format!("{ZONE} .zone-available"), "42 of 50", WAIT)
-        .await?;
-    let counts = b.js("return window.frontrowMap.zone('FLOOR');", vec![]).await?;
-    b.check(
-        "zones-booked-counts",
-        counts["booked"] == 3 && counts["held"] == 5,
-        format!("after paying, the page's zone counts: {counts}"),
-    )
-    .await?;
+    let after_paying = [("booked", 3), ("held", 5)];
+    check_zone_counts(&b, "zones-booked-counts", "42 of 50", &after_paying, "after paying, ").await?;
     b.screenshot("zones-3-booked").await?;
-    b.close().await?;
-    scene.stop().await;
-    Ok(())
+    scene.finish([b]).await
 }

@@ -1,9 +1,10 @@
 //! `TestApp`: the real server on port 0 with a temporary data directory and a manual clock,
-//! plus typed helpers for the requests the tests make.
+//! plus typed helpers for the requests the tests make, and [`wait_until`] for waiting on what
+//! runs behind them (the query side, the projectors, the writer's timers).
 
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -20,6 +21,12 @@ pub const ORGANIZER_KEY: &str = "acme-key-0123456789abcdef0123456789";
 pub const OTHER_ORGANIZER_KEY: &str = "other-key-0123456789abcdef0123456789";
 pub const WEBHOOK_SECRET: &str = "whsec_test_secret_0123456789abcdef";
 pub const TOKEN_SECRET: &str = "test-token-secret-0123456789abcdef";
+/// The header that makes a request the demo organizer's.
+pub const AS_ORGANIZER: (&str, &str) = ("x-api-key", ORGANIZER_KEY);
+
+/// How long a test waits for what runs behind a request (the query side, the projectors, the
+/// writer's timers) before it fails.
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct TestApp {
     pub base: String,
@@ -58,6 +65,16 @@ pub fn kafka_journal() -> String {
 impl TestApp {
     pub async fn spawn() -> Self {
         Self::spawn_with(|_| {}).await
+    }
+
+    /// A server with the small test event on sale ([`Self::create_event`]) and `customer`
+    /// holding `seats` of it: the app, the event and the reservation's id.
+    pub async fn spawn_holding(customer: &str, seats: &[&str]) -> (Self, EventId, String) {
+        let app = Self::spawn().await;
+        let event = app.create_event().await;
+        let held = app.reserve_seats_json(customer, event, seats).await;
+        let rid = held["reservation_id"].as_str().unwrap().to_owned();
+        (app, event, rid)
     }
 
     pub async fn spawn_with(configure: impl FnOnce(&mut Settings)) -> Self {
@@ -133,13 +150,13 @@ impl TestApp {
     }
 
     pub async fn create_event_with(&self, key: &str, body: &Value) -> reqwest::Response {
-        self.client
-            .post(self.url("/events"))
-            .header("x-api-key", key)
-            .json(body)
-            .send()
-            .await
-            .unwrap()
+        send(
+            self.client
+                .post(self.url("/events"))
+                .header("x-api-key", key)
+                .json(body),
+        )
+        .await
     }
 
     /// Creates an on-sale event and returns its id.
@@ -150,13 +167,33 @@ impl TestApp {
     /// Creates the event `body` describes (as the demo organizer) and returns its id once the
     /// query side has seen it.
     pub async fn create_event_from(&self, body: &Value) -> EventId {
+        self.create_event_written(body).await.0
+    }
+
+    /// [`Self::create_event_from`], also returning the position of the event's first record.
+    pub async fn create_event_written(&self, body: &Value) -> (EventId, String) {
         let res = self.create_event_with(ORGANIZER_KEY, body).await;
         assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
         let body: Value = res.json().await.unwrap();
         let event: EventId = body["event_id"].as_str().unwrap().parse().unwrap();
+        let position = body["position"].as_str().unwrap().to_owned();
         // Read your own write: return once the query side has seen the new event.
-        self.availability(event, body["position"].as_str()).await;
-        event
+        self.availability(event, Some(&position)).await;
+        (event, position)
+    }
+
+    /// Creates the small test event ([`Self::event_body`], on sale `onsale_in` from now) changed by
+    /// `change`, as [`Self::create_event_from`] does.
+    pub async fn create_event_changed(&self, onsale_in: Duration, change: impl FnOnce(&mut Value)) -> EventId {
+        let mut body = self.event_body(onsale_in);
+        change(&mut body);
+        self.create_event_from(&body).await
+    }
+
+    /// Opens the event's waiting room with `settings` (as the demo organizer).
+    pub async fn open_queue(&self, event: EventId, settings: Value) -> reqwest::Response {
+        let request = self.client.put(self.url(&format!("/events/{event}/queue")));
+        send(request.header("x-api-key", ORGANIZER_KEY).json(&settings)).await
     }
 
     pub async fn reserve(&self, customer: &str, event: EventId, key: &str, body: Value) -> reqwest::Response {
@@ -180,27 +217,61 @@ impl TestApp {
         .await
     }
 
-    pub async fn post_as(&self, customer: &str, path: &str) -> reqwest::Response {
-        self.client
-            .post(self.url(path))
-            .bearer_auth(self.token(customer))
-            .send()
+    /// The body of [`Self::reserve_seats`]'s answer (the hold, when it is a 201).
+    pub async fn reserve_seats_json(&self, customer: &str, event: EventId, seats: &[&str]) -> Value {
+        self.reserve_seats(customer, event, seats).await.json().await.unwrap()
+    }
+
+    /// The customer's reservation `rid` as `GET /events/{event}/reservations/{rid}` answers it.
+    pub async fn reservation(&self, customer: &str, event: EventId, rid: &str) -> Value {
+        self.get_json_as(customer, &format!("/events/{event}/reservations/{rid}"))
             .await
-            .unwrap()
+    }
+
+    /// Polls the customer's reservation until its status is `status`; fails after [`WAIT`].
+    pub async fn reservation_until(&self, customer: &str, event: EventId, rid: &str, status: &str) -> Value {
+        wait_until(
+            WAIT,
+            &format!("{customer}'s reservation {rid} is {status}"),
+            || self.reservation(customer, event, rid),
+            |r| (r["status"] == status).then(|| r.clone()),
+        )
+        .await
+    }
+
+    /// Pays reservation `rid` through a `payment_intent.succeeded` webhook (provider event id
+    /// `evt`); returns the webhook's answer.
+    pub async fn pay(&self, event: EventId, evt: &str, rid: &str, amount: i64) -> Value {
+        let paid = self.payment_event("payment_intent.succeeded", evt, event, rid, amount);
+        self.webhook(&paid).await.json().await.unwrap()
+    }
+
+    pub async fn post_as(&self, customer: &str, path: &str) -> reqwest::Response {
+        send(self.client.post(self.url(path)).bearer_auth(self.token(customer))).await
     }
 
     /// An anonymous `GET`.
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).send().await.unwrap()
+        send(self.client.get(self.url(path))).await
+    }
+
+    /// A `GET` with one extra header (`("x-api-key", key)`, `("last-event-id", id)`, ...).
+    pub async fn get_with(&self, path: &str, header: (&str, &str)) -> reqwest::Response {
+        send(self.client.get(self.url(path)).header(header.0, header.1)).await
+    }
+
+    /// An anonymous `GET`'s body as JSON (whatever its status).
+    pub async fn get_json(&self, path: &str) -> Value {
+        send_json(self.client.get(self.url(path))).await
     }
 
     pub async fn get_as(&self, customer: &str, path: &str) -> reqwest::Response {
-        self.client
-            .get(self.url(path))
-            .bearer_auth(self.token(customer))
-            .send()
-            .await
-            .unwrap()
+        send(self.client.get(self.url(path)).bearer_auth(self.token(customer))).await
+    }
+
+    /// [`Self::get_as`]'s body as JSON (whatever its status).
+    pub async fn get_json_as(&self, customer: &str, path: &str) -> Value {
+        self.get_as(customer, path).await.json().await.unwrap()
     }
 
     /// A Stripe-shaped payment event for a reservation.
@@ -244,48 +315,108 @@ impl TestApp {
         res.json().await.unwrap()
     }
 
+    /// The map's letter for `seat` (`A`, `H`, `B` or `W`), as the query side has it now.
+    pub async fn seat_letter(&self, event: EventId, seat: &str) -> char {
+        seat_letters(&self.availability(event, None).await)[seat]
+    }
+
+    /// The availability map once the write that answered `res` (its `frontrow-position`) is
+    /// visible.
+    pub async fn map_after(&self, event: EventId, res: &reqwest::Response) -> Value {
+        self.availability(event, Some(&position(res))).await
+    }
+
     /// Every event's state rebuilt from scratch by replaying the journal through the domain.
     pub async fn replay(&self) -> HashMap<EventId, EventState> {
         replay(self.journal.as_ref()).await
     }
 }
 
-/// The fan's status on the query side, polled until `check` holds.
-pub async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..250 {
-        let res = app.get_as(who, &format!("/events/{event}/queue/me")).await;
-        if res.status() == 200 {
-            last = res.json().await.unwrap();
-            if check(&last) {
-                return last;
-            }
+/// Sends a request the test expects to be answered (a transport error fails).
+pub async fn send(request: reqwest::RequestBuilder) -> reqwest::Response {
+    request.send().await.unwrap()
+}
+
+/// Sends a request and reads its answer's body as JSON (whatever its status).
+pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
+    send(request).await.json().await.unwrap()
+}
+
+/// The JSON body of an answer that must be a 200.
+pub async fn ok_json(res: reqwest::Response) -> Value {
+    assert_eq!(res.status(), 200);
+    res.json().await.unwrap()
+}
+
+/// The `frontrow-position` header of a write's answer: where its record is in the log.
+pub fn position(res: &reqwest::Response) -> String {
+    res.headers()["frontrow-position"].to_str().unwrap().to_owned()
+}
+
+/// Looks with `look` every 20 ms until `accept` takes what it saw, and returns what `accept`
+/// made of it: for what runs behind a request (the query side, the projectors, the writer's
+/// timers). After `timeout` it fails with `message` (what it waited for) and the last value seen.
+pub async fn wait_until<V, T, Look, Seen>(
+    timeout: std::time::Duration,
+    message: &str,
+    mut look: Look,
+    mut accept: impl FnMut(&V) -> Option<T>,
+) -> T
+where
+    V: std::fmt::Debug,
+    Look: FnMut() -> Seen,
+    Seen: Future<Output = V>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let seen = look().await;
+        if let Some(done) = accept(&seen) {
+            return done;
         }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited {timeout:?} until {message}; last seen: {seen:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    panic!("{who}'s status never matched; last {last}");
+}
+
+/// The JSON of a `GET` answered 200 (`Null` for any other status), polled until `check` accepts
+/// it.
+async fn json_until<Get: Future<Output = reqwest::Response>>(
+    message: &str,
+    timeout: std::time::Duration,
+    get: impl Fn() -> Get,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let look = || async {
+        let res = get().await;
+        if res.status() == 200 {
+            res.json().await.unwrap()
+        } else {
+            Value::Null
+        }
+    };
+    wait_until(timeout, message, look, |v| check(v).then(|| v.clone())).await
+}
+
+/// The fan's status on the query side, polled until `check` holds.
+pub async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let path = format!("/events/{event}/queue/me");
+    let message = format!("{who}'s status matches");
+    json_until(
+        &message,
+        std::time::Duration::from_secs(5),
+        || app.get_as(who, &path),
+        check,
+    )
+    .await
 }
 
 /// Polls a GET until `check` accepts the JSON answer (the ledger projector runs behind the log).
-pub async fn get_until(app: &TestApp, path: &str, auth: (&str, &str), check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        let res = app
-            .client
-            .get(app.url(path))
-            .header(auth.0, auth.1)
-            .send()
-            .await
-            .unwrap();
-        if res.status() == 200 {
-            last = res.json().await.unwrap();
-            if check(&last) {
-                return last;
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("{path} never satisfied the check; last answer: {last}");
+pub async fn get_until(app: &TestApp, path: &str, header: (&str, &str), check: impl Fn(&Value) -> bool) -> Value {
+    let message = format!("{path} satisfies the check");
+    json_until(&message, WAIT, || app.get_with(path, header), check).await
 }
 
 /// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
@@ -341,6 +472,15 @@ pub fn seat_letters(map: &Value) -> BTreeMap<String, char> {
         }
     }
     seats
+}
+
+/// The seats an availability map shows as `letter` (`'H'`: held, ...).
+pub fn seats_lettered(map: &Value, letter: char) -> BTreeSet<String> {
+    seat_letters(map)
+        .into_iter()
+        .filter(|(_, c)| *c == letter)
+        .map(|(seat, _)| seat)
+        .collect()
 }
 
 /// The same letters computed from a replayed domain state.
@@ -430,22 +570,15 @@ impl SseReader {
 
 /// Polls `GET /search` until `check` accepts the answer (the projector indexes asynchronously).
 pub async fn search_until(app: &TestApp, query: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..100 {
-        let res = app
-            .client
-            .get(app.url(&format!("/search?{query}")))
-            .send()
-            .await
-            .unwrap();
+    let look = || async {
+        let res = app.get(&format!("/search?{query}")).await;
         assert_eq!(res.status(), 200);
-        last = res.json().await.unwrap();
-        if check(&last) {
-            return last;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("search never satisfied the check; last answer: {last}");
+        res.json::<Value>().await.unwrap()
+    };
+    wait_until(WAIT, &format!("search?{query} satisfies the check"), look, |v| {
+        check(v).then(|| v.clone())
+    })
+    .await
 }
 
 /// A seat's (or place's) history from `GET /events/{id}/seats/{seat}/history`, polled until it
@@ -454,7 +587,7 @@ pub async fn history_until(app: &TestApp, event: EventId, seat: &str, entries: u
     get_until(
         app,
         &format!("/events/{event}/seats/{seat}/history"),
-        ("x-api-key", ORGANIZER_KEY),
+        AS_ORGANIZER,
         |v| v["history"].as_array().is_some_and(|h| h.len() == entries),
     )
     .await

@@ -25,16 +25,18 @@ fn header_of(response: &Response, name: header::HeaderName) -> &str {
     response.headers().get(name).map(|v| v.to_str().unwrap()).unwrap_or("")
 }
 
+/// `GET path`, checked to answer `status` with `content_type` (a failure names the path).
+async fn get_as_expected(path: &str, status: StatusCode, content_type: &str) -> Response {
+    let response = get(path, None).await;
+    assert_eq!(response.status(), status, "{path}");
+    assert_eq!(header_of(&response, header::CONTENT_TYPE), content_type, "{path}");
+    response
+}
+
 #[tokio::test]
 async fn pages_are_html_with_the_security_headers() {
     for path in ["/", "/e/0193a0c4-1111-7000-8000-000000000001", "/me"] {
-        let response = get(path, None).await;
-        assert_eq!(response.status(), StatusCode::OK, "{path}");
-        assert_eq!(
-            header_of(&response, header::CONTENT_TYPE),
-            "text/html; charset=utf-8",
-            "{path}"
-        );
+        let response = get_as_expected(path, StatusCode::OK, "text/html; charset=utf-8").await;
         assert_eq!(
             header_of(&response, header::CONTENT_SECURITY_POLICY),
             CONTENT_SECURITY_POLICY
@@ -60,9 +62,7 @@ async fn assets_have_their_content_types() {
         ("/assets/lib/api.js", "text/javascript; charset=utf-8"),
         ("/assets/favicon.svg", "image/svg+xml"),
     ] {
-        let response = get(path, None).await;
-        assert_eq!(response.status(), StatusCode::OK, "{path}");
-        assert_eq!(header_of(&response, header::CONTENT_TYPE), content_type, "{path}");
+        let response = get_as_expected(path, StatusCode::OK, content_type).await;
         assert_eq!(
             header_of(&response, header::CONTENT_SECURITY_POLICY),
             CONTENT_SECURITY_POLICY
@@ -104,13 +104,7 @@ async fn a_matching_etag_answers_304_and_another_does_not() {
 #[tokio::test]
 async fn an_unknown_asset_is_a_problem_not_a_page() {
     for path in ["/assets/nope.js", "/assets/../Cargo.toml", "/assets/index.html"] {
-        let response = get(path, None).await;
-        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
-        assert_eq!(
-            header_of(&response, header::CONTENT_TYPE),
-            "application/problem+json",
-            "{path}"
-        );
+        get_as_expected(path, StatusCode::NOT_FOUND, "application/problem+json").await;
     }
 }
 

@@ -72,25 +72,29 @@ function signInByToken(raw) {
   clearMessage();
 }
 
-function signInForm() {
-  const name = el('input', { id: 'signin-name', type: 'text', autocomplete: 'nickname', required: true, maxLength: 64 });
-  const form = el('form', { className: 'signin', id: 'signin-form' },
-    el('label', { for: 'signin-name' }, 'Your name'),
-    name,
-    el('button', { id: 'signin-button', type: 'submit' }, 'Sign in'));
+/**
+ * A form of one labelled `input` and a submit button (`button`: its id and words); submitting
+ * it calls `submit` with what was typed, without leaving the page.
+ */
+function oneFieldForm(props, label, input, button, submit) {
+  const form = el('form', props,
+    el('label', { for: input.id }, label),
+    input,
+    el('button', { id: button.id, type: 'submit' }, button.text));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    signInByName(name.value);
+    submit(input.value);
   });
-  const tokenInput = el('input', { id: 'signin-token', type: 'password', autocomplete: 'off', spellcheck: false });
-  const tokenForm = el('form', { className: 'signin-token-form' },
-    el('label', { for: 'signin-token' }, 'Token from your account provider'),
-    tokenInput,
-    el('button', { id: 'signin-token-button', type: 'submit' }, 'Use token'));
-  tokenForm.addEventListener('submit', (e) => {
-    e.preventDefault();
-    signInByToken(tokenInput.value);
-  });
+  return form;
+}
+
+function signInForm() {
+  const form = oneFieldForm({ className: 'signin', id: 'signin-form' }, 'Your name',
+    el('input', { id: 'signin-name', type: 'text', autocomplete: 'nickname', required: true, maxLength: 64 }),
+    { id: 'signin-button', text: 'Sign in' }, signInByName);
+  const tokenForm = oneFieldForm({ className: 'signin-token-form' }, 'Token from your account provider',
+    el('input', { id: 'signin-token', type: 'password', autocomplete: 'off', spellcheck: false }),
+    { id: 'signin-token-button', text: 'Use token' }, signInByToken);
   const more = el('details', { id: 'signin-more', className: 'signin-more' },
     el('summary', {}, 'Have a token?'), tokenForm);
   return el('div', { className: 'signin-area' }, form, more);

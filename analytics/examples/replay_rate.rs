@@ -13,14 +13,18 @@
 //! `--records N` sets the size, `--keep` keeps the log (the SQLite directory or the Kafka topic)
 //! instead of deleting it at the end.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
 use chrono::{DateTime, Duration, TimeZone, Utc};
+use common::{Pair, Stamps, bench_event, seat_map};
 use frontrow_analytics::{At, ReplayOptions, TravelLimits, analyse, availability_at, seat_history};
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, Record, SqliteJournal};
 use frontrow_schema::partition::partition_of;
+use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -30,25 +34,7 @@ use rdkafka::client::DefaultClientContext;
 const PARTITIONS: u32 = 8;
 /// Seats per event: 20 sections of 25 rows of 20 seats.
 const SECTIONS: u32 = 20;
-const ROWS: u32 = 25;
-const PER_ROW: u16 = 20;
 const BATCH: usize = 10_000;
-
-fn seat_map() -> SeatMap {
-    let sections: Vec<_> = (1..=SECTIONS)
-        .map(|s| {
-            let rows: Vec<_> = (1..=ROWS)
-                .map(|r| serde_json::json!({"name": format!("R{r}"), "seats": PER_ROW, "tier": if r <= 5 { "GOLD" } else { "STD" }}))
-                .collect();
-            serde_json::json!({"code": format!("S{s}"), "name": format!("Section {s}"), "rows": rows})
-        })
-        .collect();
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "GOLD", "name": "Gold", "price": 12000}, {"code": "STD", "name": "Standard", "price": 5000}],
-        "sections": sections
-    }))
-    .expect("a valid map")
-}
 
 /// Appends records per partition in batches.
 struct Sink {
@@ -87,108 +73,32 @@ async fn event_log(
     start: DateTime<Utc>,
     rounds: u32,
 ) -> anyhow::Result<()> {
-    let map = seat_map();
-    let layout = frontrow_schema::seatmap::SeatLayout::new(map.clone());
+    let map = seat_map(SECTIONS);
+    let layout = SeatLayout::new(map.clone());
     let eur = Currency::parse("EUR")?;
-    let mut sequence = 0u64;
+    let mut stamps = Stamps::new(event);
     let mut now = start;
-    let mut env = |event_kind: Event, now: DateTime<Utc>| {
-        sequence += 1;
-        Envelope {
-            id: uuid::Uuid::now_v7(),
-            event_id: event,
-            sequence,
-            time: now,
-            causation_id: None,
-            correlation_id: None,
-            idempotency_key: None,
-            event: event_kind,
-        }
-    };
     let onsale = start + Duration::minutes(5);
-    let scheduled = EventScheduled {
-        event_id: event,
-        organizer: OrganizerId::parse("bench")?,
-        title: format!("Bench {event}"),
-        artist: "Load".into(),
-        venue: "Arena".into(),
-        city: "Lyon".into(),
-        tags: vec![],
-        aliases: vec![],
-        starts_at: start + Duration::days(30),
-        onsale_at: onsale,
-        hold_minutes: HoldMinutes::DEFAULT,
-        max_seats_per_order: 6,
-        max_seats_per_customer: None,
-        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
-        allow_orphan_seats: true,
-        currency: eur,
-        seat_map: map,
-    };
-    sink.push(event, env(Event::EventScheduled(scheduled), now)).await?;
+    let scheduled = bench_event(event, map, onsale, start + Duration::days(30))?;
+    sink.push(event, stamps.envelope(Event::EventScheduled(scheduled), now))
+        .await?;
     now = onsale;
     let n = layout.len() as u32;
     for round in 0..=rounds {
-        for pair in (0..n).step_by(2) {
+        for first in (0..n).step_by(2) {
             now += Duration::milliseconds(rng.random_range(0..3));
-            let seats: Vec<SeatId> = (pair..(pair + 2).min(n)).map(|i| layout.seat_at(i)).collect();
-            let amount: i64 = (pair..(pair + 2).min(n)).map(|i| layout.price_of(i)).sum();
-            let rid = ReservationId::new();
-            let customer = CustomerId::parse(&format!("fan{}", rng.random_range(0..100_000)))?;
-            sink.push(
-                event,
-                env(
-                    Event::SeatsReserved(SeatsReserved {
-                        reservation_id: rid,
-                        customer: customer.clone(),
-                        seats: seats.clone(),
-                        hold_until: now + Duration::minutes(10),
-                        amount: Money { amount, currency: eur },
-                        admission_ticket: None,
-                    }),
-                    now,
-                ),
-            )
-            .await?;
+            let pair = Pair::new(&layout, first, rng, eur)?;
+            sink.push(event, stamps.envelope(pair.reserved(now), now)).await?;
             if round < rounds {
                 let reason = match rng.random_range(0..10) {
                     0..6 => ReleaseReason::Expired,
                     6..9 => ReleaseReason::Released,
                     _ => ReleaseReason::PaymentFailed,
                 };
-                sink.push(
-                    event,
-                    env(
-                        Event::SeatsReleased(SeatsReleased {
-                            reservation_id: rid,
-                            seats,
-                            reason,
-                        }),
-                        now,
-                    ),
-                )
-                .await?;
+                sink.push(event, stamps.envelope(pair.released(reason), now)).await?;
                 continue;
             }
-            let payment = Payment {
-                provider_event_id: format!("evt_{rid}"),
-                payment_intent: format!("pi_{rid}"),
-                amount: Money { amount, currency: eur },
-            };
-            sink.push(
-                event,
-                env(
-                    Event::SeatsBooked(SeatsBooked {
-                        reservation_id: rid,
-                        customer,
-                        seats,
-                        payment,
-                        late: false,
-                    }),
-                    now,
-                ),
-            )
-            .await?;
+            sink.push(event, stamps.envelope(pair.booked(), now)).await?;
         }
     }
     Ok(())
@@ -239,7 +149,7 @@ async fn main() -> anyhow::Result<()> {
     };
 
     // Per event: 1 + seats/2 * 2 * (rounds + 1) records; 10,000 seats and 9 rounds make 100,001.
-    let seats = u64::from(SECTIONS * ROWS) * u64::from(PER_ROW);
+    let seats = u64::from(SECTIONS * common::ROWS) * u64::from(common::PER_ROW);
     let rounds = 9u32;
     let per_event = 1 + seats / 2 * 2 * u64::from(rounds + 1);
     let events = records.div_ceil(per_event);

@@ -13,37 +13,25 @@
 //! cargo run --release -p frontrow-analytics --example travel_rate -- [--records N] [--every N] [--dir DIR]
 //! ```
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
+use common::{Pair, Stamps, bench_event, seat_map};
 use frontrow_analytics::{At, TravelLimits};
 use frontrow_command::clock::ManualClock;
 use frontrow_command::writer::{WriterConfig, Writers};
 use frontrow_journal::{Journal, Position, Record, SnapshotBound, SqliteJournal};
 use frontrow_query::travel::{replay_from_start, replay_to};
+use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const ROUNDS: u32 = 4;
 const BATCH: usize = 10_000;
-
-fn seat_map() -> SeatMap {
-    let sections: Vec<_> = (1..=10)
-        .map(|s| {
-            let rows: Vec<_> = (1..=25)
-                .map(|r| serde_json::json!({"name": format!("R{r}"), "seats": 20, "tier": if r <= 5 { "GOLD" } else { "STD" }}))
-                .collect();
-            serde_json::json!({"code": format!("S{s}"), "name": format!("Section {s}"), "rows": rows})
-        })
-        .collect();
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "GOLD", "name": "Gold", "price": 12000}, {"code": "STD", "name": "Standard", "price": 5000}],
-        "sections": sections
-    }))
-    .expect("a valid map")
-}
 
 /// Appends records in batches and cycles the writer every `every` records.
 struct Sink {
@@ -97,81 +85,26 @@ async fn event_log(
     event: EventId,
     start: DateTime<Utc>,
 ) -> anyhow::Result<DateTime<Utc>> {
-    let map = seat_map();
-    let layout = frontrow_schema::seatmap::SeatLayout::new(map.clone());
+    let map = seat_map(10);
+    let layout = SeatLayout::new(map.clone());
     let eur = Currency::parse("EUR")?;
-    let mut sequence = 0u64;
-    let mut env = |event_kind: Event, now: DateTime<Utc>| {
-        sequence += 1;
-        Envelope {
-            id: uuid::Uuid::now_v7(),
-            event_id: event,
-            sequence,
-            time: now,
-            causation_id: None,
-            correlation_id: None,
-            idempotency_key: None,
-            event: event_kind,
-        }
-    };
+    let mut stamps = Stamps::new(event);
     let mut now = start;
-    let scheduled = EventScheduled {
-        event_id: event,
-        organizer: OrganizerId::parse("bench")?,
-        title: format!("Bench {event}"),
-        artist: "Load".into(),
-        venue: "Arena".into(),
-        city: "Lyon".into(),
-        tags: vec![],
-        aliases: vec![],
-        starts_at: start + Duration::days(300),
-        onsale_at: start,
-        hold_minutes: HoldMinutes::DEFAULT,
-        max_seats_per_order: 6,
-        max_seats_per_customer: None,
-        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
-        allow_orphan_seats: true,
-        currency: eur,
-        seat_map: map,
-    };
-    sink.push(env(Event::EventScheduled(scheduled), now)).await?;
+    let scheduled = bench_event(event, map, start, start + Duration::days(300))?;
+    sink.push(stamps.envelope(Event::EventScheduled(scheduled), now))
+        .await?;
     let n = layout.len() as u32;
     for round in 0..=ROUNDS {
-        for pair in (0..n).step_by(2) {
+        for first in (0..n).step_by(2) {
             now += Duration::milliseconds(rng.random_range(1..4));
-            let seats: Vec<SeatId> = (pair..(pair + 2).min(n)).map(|i| layout.seat_at(i)).collect();
-            let amount: i64 = (pair..(pair + 2).min(n)).map(|i| layout.price_of(i)).sum();
-            let rid = ReservationId::new();
-            let customer = CustomerId::parse(&format!("fan{}", rng.random_range(0..100_000)))?;
-            let reserved = SeatsReserved {
-                reservation_id: rid,
-                customer: customer.clone(),
-                seats: seats.clone(),
-                hold_until: now + Duration::minutes(10),
-                amount: Money { amount, currency: eur },
-                admission_ticket: None,
-            };
-            sink.push(env(Event::SeatsReserved(reserved), now)).await?;
+            let pair = Pair::new(&layout, first, rng, eur)?;
+            sink.push(stamps.envelope(pair.reserved(now), now)).await?;
             let fact = if round < ROUNDS {
-                Event::SeatsReleased(SeatsReleased {
-                    reservation_id: rid,
-                    seats,
-                    reason: ReleaseReason::Released,
-                })
+                pair.released(ReleaseReason::Released)
             } else {
-                Event::SeatsBooked(SeatsBooked {
-                    reservation_id: rid,
-                    customer,
-                    seats,
-                    payment: Payment {
-                        provider_event_id: format!("evt_{rid}"),
-                        payment_intent: format!("pi_{rid}"),
-                        amount: Money { amount, currency: eur },
-                    },
-                    late: false,
-                })
+                pair.booked()
             };
-            sink.push(env(fact, now)).await?;
+            sink.push(stamps.envelope(fact, now)).await?;
         }
     }
     Ok(now)

@@ -50,6 +50,22 @@ pub struct Counts {
     pub refunded: u64,
 }
 
+impl Counts {
+    /// The counts in their declared order, as the per-second CSV's columns have them.
+    pub fn as_array(&self) -> [u64; 8] {
+        [
+            self.reservations,
+            self.seats_reserved,
+            self.bookings,
+            self.seats_booked,
+            self.expired,
+            self.released,
+            self.payment_failed,
+            self.refunded,
+        ]
+    }
+}
+
 /// One second with activity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Second {
@@ -646,16 +662,7 @@ mod tests {
     use super::*;
 
     fn envelope(event_id: EventId, sequence: u64, time: DateTime<Utc>, event: Event) -> Envelope {
-        Envelope {
-            id: uuid::Uuid::new_v4(),
-            event_id,
-            sequence,
-            time,
-            causation_id: None,
-            correlation_id: None,
-            idempotency_key: None,
-            event,
-        }
+        frontrow_command::writer::Meta::default().envelope(uuid::Uuid::new_v4(), event_id, sequence, time, event)
     }
 
     fn position(offset: u64) -> Position {

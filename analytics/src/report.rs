@@ -119,19 +119,11 @@ pub fn per_second_csv(report: &Report) -> String {
     );
     for event in &report.events {
         for s in &event.per_second {
-            let c = &s.counts;
+            let counts = s.counts.as_array().map(|n| n.to_string()).join(",");
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{counts},{}\n",
                 event.event_id,
                 s.second.format("%Y-%m-%dT%H:%M:%SZ"),
-                c.reservations,
-                c.seats_reserved,
-                c.bookings,
-                c.seats_booked,
-                c.expired,
-                c.released,
-                c.payment_failed,
-                c.refunded,
                 s.seats_sold_total
             ));
         }

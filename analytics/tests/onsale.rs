@@ -10,6 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use frontrow_analytics::{ReplayOptions, Report, analyse, html, seat_history};
 use frontrow_command::domain::{self, Command, EventState, SeatSelection};
+use frontrow_command::writer::{Meta, record};
 use frontrow_journal::{Journal, Record, SqliteJournal};
 use frontrow_projector::{LedgerReads, Projector, SqliteLedger};
 use frontrow_schema::partition::partition_of;
@@ -123,24 +124,12 @@ impl Sim {
         let events =
             domain::decide(state.as_ref(), event, &command, now).expect("the simulation only sends valid commands");
         let partition = partition_of(&event, PARTITIONS);
-        for fact in &events {
-            let sequence = state.as_ref().map_or(1, |s| s.sequence + 1);
-            let env = Envelope {
-                id: uuid::Uuid::now_v7(),
-                event_id: event,
-                sequence,
-                time: now,
-                causation_id: None,
-                correlation_id: None,
-                idempotency_key: key.map(str::to_owned),
-                event: fact.clone(),
-            };
-            domain::apply(state, fact, key);
-            self.pending.entry(partition).or_default().push(Record {
-                key: event.to_string().into_bytes(),
-                value: encode(&env),
-            });
-        }
+        let meta = Meta {
+            idempotency_key: key.map(str::to_owned),
+            ..Meta::default()
+        };
+        let records = self.pending.entry(partition).or_default();
+        record(state, event, &events, now, &meta, uuid::Uuid::now_v7, records);
         events
     }
 
@@ -561,18 +550,7 @@ fn observed(report: &Report, event: EventId) -> Expected {
         .iter()
         .find(|e| e.event_id == event)
         .expect("event in the report");
-    let row = |c: &frontrow_analytics::figures::Counts| {
-        [
-            c.reservations,
-            c.seats_reserved,
-            c.bookings,
-            c.seats_booked,
-            c.expired,
-            c.released,
-            c.payment_failed,
-            c.refunded,
-        ]
-    };
+    let row = frontrow_analytics::figures::Counts::as_array;
     Expected {
         per_second: e
             .per_second

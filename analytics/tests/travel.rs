@@ -12,7 +12,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use frontrow_analytics::{At, TravelLimits, availability_at};
 use frontrow_command::clock::{Clock, ManualClock};
 use frontrow_command::domain::{Command, SeatSelection};
-use frontrow_command::writer::{Meta, Request, WriterConfig, Writers};
+use frontrow_command::writer::{Meta, Outcome, Request, WriterConfig, Writers};
 use frontrow_journal::{Journal, Position, SqliteJournal};
 use frontrow_query::Catalog;
 use frontrow_schema::*;
@@ -29,6 +29,37 @@ async fn get(catalog: &Arc<Catalog>, uri: &str) -> (StatusCode, Value) {
     (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
+/// A show by the Travellers at the Hall, Lyon, 20 days after `start`, 6 seats per order.
+fn travellers(
+    event_id: EventId,
+    title: &str,
+    start: DateTime<Utc>,
+    onsale_at: DateTime<Utc>,
+    hold_minutes: u8,
+    seat_map: SeatMap,
+) -> EventScheduled {
+    EventScheduled {
+        event_id,
+        organizer: OrganizerId::parse("acme").unwrap(),
+        title: title.into(),
+        artist: "Travellers".into(),
+        venue: "Hall".into(),
+        city: "Lyon".into(),
+        tags: vec![],
+        aliases: vec![],
+        starts_at: start + chrono::Duration::days(20),
+        onsale_at,
+        hold_minutes: HoldMinutes::new(hold_minutes).unwrap(),
+        max_seats_per_order: 6,
+        // A few simulated customers buy again and again: the per-customer limit stays out of the way.
+        max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
+        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+        allow_orphan_seats: true,
+        currency: Currency::parse("EUR").unwrap(),
+        seat_map,
+    }
+}
+
 fn seats(ids: &[&str]) -> Vec<SeatId> {
     ids.iter().map(|s| s.parse().unwrap()).collect()
 }
@@ -38,6 +69,34 @@ struct Seen {
     position: Position,
     time: DateTime<Utc>,
     map: Value,
+}
+
+/// Sends `command` for `event_id` to the writers. A reservation is found again by its
+/// Idempotency-Key, which travels in the metadata.
+async fn send_command(writers: Writers, event_id: EventId, command: Command) -> Outcome {
+    let idempotency_key = match &command {
+        Command::Reserve { idempotency_key, .. } => Some(idempotency_key.clone()),
+        _ => None,
+    };
+    let meta = Meta {
+        idempotency_key,
+        ..Meta::default()
+    };
+    writers
+        .send(Request::Command {
+            event_id,
+            command,
+            meta,
+        })
+        .await
+        .unwrap()
+}
+
+/// Reads the live map of `event` once `position` is applied and remembers it.
+async fn observe_map(catalog: Arc<Catalog>, event: EventId, position: Position, time: DateTime<Utc>) -> Seen {
+    let (status, map) = get(&catalog, &format!("/events/{event}/availability?after={position}")).await;
+    assert_eq!(status, StatusCode::OK);
+    Seen { position, time, map }
 }
 
 #[tokio::test]
@@ -61,59 +120,12 @@ async fn the_map_at_an_instant_equals_the_map_read_live_then() {
         ]
     }))
     .unwrap();
-    let send = |command: Command| {
-        let writers = writers.clone();
-        // A reservation is found again by its Idempotency-Key, which travels in the metadata.
-        let idempotency_key = match &command {
-            Command::Reserve { idempotency_key, .. } => Some(idempotency_key.clone()),
-            _ => None,
-        };
-        async move {
-            writers
-                .send(Request::Command {
-                    event_id: event,
-                    command,
-                    meta: Meta {
-                        idempotency_key,
-                        ..Meta::default()
-                    },
-                })
-                .await
-                .unwrap()
-        }
-    };
+    let send = |command: Command| send_command(writers.clone(), event, command);
     let mut seen: Vec<Seen> = Vec::new();
-    // Reads the live map once `position` is applied and remembers it.
-    let observe = |position: Position, time: DateTime<Utc>| {
-        let catalog = catalog.clone();
-        async move {
-            let (status, map) = get(&catalog, &format!("/events/{event}/availability?after={position}")).await;
-            assert_eq!(status, StatusCode::OK);
-            Seen { position, time, map }
-        }
-    };
+    let observe = |position: Position, time: DateTime<Utc>| observe_map(catalog.clone(), event, position, time);
 
-    let scheduled = send(Command::Schedule(Box::new(EventScheduled {
-        event_id: event,
-        organizer: OrganizerId::parse("acme").unwrap(),
-        title: "Time".into(),
-        artist: "Travellers".into(),
-        venue: "Hall".into(),
-        city: "Lyon".into(),
-        tags: vec![],
-        aliases: vec![],
-        starts_at: start + chrono::Duration::days(20),
-        onsale_at: onsale,
-        hold_minutes: HoldMinutes::new(5).unwrap(),
-        max_seats_per_order: 6,
-        // A few simulated customers buy again and again: the per-customer limit stays out of the way.
-        max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
-        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
-        allow_orphan_seats: true,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map: map,
-    })))
-    .await;
+    let info = travellers(event, "Time", start, onsale, 5, map);
+    let scheduled = send(Command::Schedule(Box::new(info))).await;
     seen.push(observe(scheduled.position.unwrap(), clock.now()).await);
     clock.advance(chrono::Duration::minutes(1));
 
@@ -298,58 +310,20 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
         "sections": [{"code": "A", "name": "Floor", "rows": [{"name": "1", "seats": 10, "tier": "STD"}, {"name": "2", "seats": 10, "tier": "STD"}]}]
     }))
     .unwrap();
-    let send = |event_id: EventId, command: Command| {
-        let writers = writers.clone();
-        let idempotency_key = match &command {
-            Command::Reserve { idempotency_key, .. } => Some(idempotency_key.clone()),
-            _ => None,
-        };
-        async move {
-            writers
-                .send(Request::Command {
-                    event_id,
-                    command,
-                    meta: Meta {
-                        idempotency_key,
-                        ..Meta::default()
-                    },
-                })
-                .await
-                .unwrap()
-        }
-    };
+    let send = |event_id: EventId, command: Command| send_command(writers.clone(), event_id, command);
     let schedule = |event_id: EventId| {
-        Command::Schedule(Box::new(EventScheduled {
+        Command::Schedule(Box::new(travellers(
             event_id,
-            organizer: OrganizerId::parse("acme").unwrap(),
-            title: "Snapshots".into(),
-            artist: "Travellers".into(),
-            venue: "Hall".into(),
-            city: "Lyon".into(),
-            tags: vec![],
-            aliases: vec![],
-            starts_at: start + chrono::Duration::days(20),
-            onsale_at: start,
-            hold_minutes: HoldMinutes::new(15).unwrap(),
-            max_seats_per_order: 6,
-            // A few simulated customers buy again and again: the per-customer limit stays out of the way.
-            max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
-            // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
-            allow_orphan_seats: true,
-            currency: Currency::parse("EUR").unwrap(),
-            seat_map: map.clone(),
-        }))
+            "Snapshots",
+            start,
+            start,
+            15,
+            map.clone(),
+        )))
     };
     let (event, other) = (EventId::new(), EventId::new());
     let mut seen: Vec<Seen> = Vec::new();
-    let observe = |position: Position, time: DateTime<Utc>| {
-        let catalog = catalog.clone();
-        async move {
-            let (status, map) = get(&catalog, &format!("/events/{event}/availability?after={position}")).await;
-            assert_eq!(status, StatusCode::OK);
-            Seen { position, time, map }
-        }
-    };
+    let observe = |position: Position, time: DateTime<Utc>| observe_map(catalog.clone(), event, position, time);
     let out = send(event, schedule(event)).await;
     seen.push(observe(out.position.unwrap(), clock.now()).await);
     clock.advance(chrono::Duration::seconds(1));

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::frontrow::{ORGANIZER_KEY, map_letters, replay_journal, state_letters};
+use crate::frontrow::{ORGANIZER_KEY, map_letters, replay_journal};
 use crate::workload::tokens;
 
 /// The three brokers of `deploy/local/up.sh kafka-cluster`.
@@ -781,7 +781,7 @@ async fn check(
         let id: EventId = event.parse().map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let want = states
             .get(&id)
-            .map(state_letters)
+            .map(EventState::seat_letters)
             .context("an event missing from the log")?;
         let url = format!("{}/events/{event}/availability", d.query.url());
         let equal = eventually(SETTLE, || async {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use frontrow::{App, Settings};
 use frontrow_command::clock::{Clock, SystemClock};
-use frontrow_command::domain::{self, EventState, SeatState};
+use frontrow_command::domain::{self, EventState};
 use frontrow_http::auth::Auth;
 use frontrow_journal::Journal;
 use frontrow_projector::{Ledger, SqliteLedger};
@@ -149,24 +149,6 @@ pub async fn replay_journal(journal: &dyn Journal) -> anyhow::Result<HashMap<Eve
         }
     }
     Ok(states.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
-}
-
-/// The status letter of each seat in a replayed state.
-pub fn state_letters(state: &EventState) -> BTreeMap<String, char> {
-    state
-        .seats
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let c = match s {
-                SeatState::Available => 'A',
-                SeatState::Held(_) => 'H',
-                SeatState::Booked(_) => 'B',
-                SeatState::Withheld => 'W',
-            };
-            (state.layout.seat_at(i as u32).to_string(), c)
-        })
-        .collect()
 }
 
 /// The status letter of each seat in an availability map.

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use frontrow_analytics::ReplayOptions;
+use frontrow_command::domain::EventState;
 use serde_json::{Value, json};
 
 use crate::baselines::{self, Database};
-use crate::frontrow::{FrontRow, ORGANIZER_KEY, map_letters, state_letters};
+use crate::frontrow::{FrontRow, ORGANIZER_KEY, map_letters};
 use crate::load::{Bounds, Job, Outcome, classify, drive};
 use crate::run::{Config, Results, client};
 use crate::workload::{Kind, Race, RaceLog, ReplayedFigures, check_analytics, check_race, tokens};
@@ -266,7 +267,7 @@ pub(crate) async fn frontrow(
         anyhow::ensure!(res.status() == 200, "reading the map after the race: {}", res.status());
         let letters = map_letters(&res.json().await?)?;
         let event: frontrow_schema::EventId = race.event.parse().context("event id")?;
-        let log_letters = replayed.get(&event).map(state_letters);
+        let log_letters = replayed.get(&event).map(EventState::seat_letters);
         let check = check_race(
             &race.event,
             capacity,
@@ -274,16 +275,7 @@ pub(crate) async fn frontrow(
             &letters,
             Some(log_letters.as_ref() == Some(&letters)),
         );
-        println!(
-            "  check {name}: {} (reserved {} + booked {} + free {} = {}; sold twice {}; mismatched {})",
-            if check.passed { "ok" } else { "FAILED" },
-            check.reserved,
-            check.booked,
-            check.available,
-            check.capacity,
-            check.seats_sold_twice,
-            check.seats_mismatched
-        );
+        println!("  check {name}: {}", check.summary());
         results.checks.push((format!("frontrow: {name}"), check.clone()));
         race_checks.push((name, race, check));
     }
@@ -490,16 +482,7 @@ pub(crate) async fn databases(
                 .map(|(seat, (letter, _))| (seat, letter))
                 .collect();
             let check = check_race(&race.event, capacity, &race.log, &stored, None);
-            println!(
-                "  check {phase}: {} (reserved {} + booked {} + free {} = {}; sold twice {}; mismatched {})",
-                if check.passed { "ok" } else { "FAILED" },
-                check.reserved,
-                check.booked,
-                check.available,
-                check.capacity,
-                check.seats_sold_twice,
-                check.seats_mismatched
-            );
+            println!("  check {phase}: {}", check.summary());
             results.checks.push((format!("{name}: {phase}"), check));
         }
     }

@@ -217,6 +217,22 @@ pub struct RaceCheck {
     pub passed: bool,
 }
 
+impl RaceCheck {
+    /// One line for the console: `ok` or `FAILED`, the seat counts and the failures.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} (reserved {} + booked {} + free {} = {}; sold twice {}; mismatched {})",
+            if self.passed { "ok" } else { "FAILED" },
+            self.reserved,
+            self.booked,
+            self.available,
+            self.capacity,
+            self.seats_sold_twice,
+            self.seats_mismatched
+        )
+    }
+}
+
 /// Checks a race's answers against the statuses the target stores (`A`, `H`, `B` per seat).
 pub fn check_race(
     event: &str,

@@ -16,7 +16,7 @@ use std::time::Instant;
 use chrono::{Duration, Utc};
 use frontrow_command::clock::{Clock, SystemClock};
 use frontrow_command::domain::{self, Command, EventState, SeatSelection};
-use frontrow_command::writer::{WriterConfig, Writers};
+use frontrow_command::writer::{Meta, WriterConfig, Writers, record};
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, Record, SqliteJournal};
 use frontrow_schema::seatmap::RowName;
 use frontrow_schema::*;
@@ -66,26 +66,8 @@ async fn generate(journal: &dyn Journal, total: usize) {
             let Ok(events) = domain::decide(state.as_ref(), event_id, &command, now) else {
                 return 0;
             };
-            let count = events.len();
-            for event in events {
-                let sequence = state.as_ref().map_or(1, |s| s.sequence + 1);
-                let env = Envelope {
-                    id: Uuid::now_v7(),
-                    event_id,
-                    sequence,
-                    time: now,
-                    causation_id: None,
-                    correlation_id: None,
-                    idempotency_key: None,
-                    event,
-                };
-                domain::apply(state, &env.event, None);
-                records.push(Record {
-                    key: event_id.to_string().into_bytes(),
-                    value: encode(&env),
-                });
-            }
-            count
+            record(state, event_id, &events, now, &Meta::default(), Uuid::now_v7, records);
+            events.len()
         };
     while written + records.len() < total {
         if misses > 50 || state.as_ref().is_none_or(|s| s.counts.available < 2) {

@@ -48,6 +48,50 @@ pub struct Meta {
     pub causation_id: Option<Uuid>,
 }
 
+impl Meta {
+    /// Stamps `event` in envelope `id`: number `sequence` of `event_id`'s stream, written at
+    /// `now` with this metadata.
+    pub fn envelope(&self, id: Uuid, event_id: EventId, sequence: u64, now: DateTime<Utc>, event: Event) -> Envelope {
+        Envelope {
+            id,
+            event_id,
+            sequence,
+            time: now,
+            causation_id: self.causation_id,
+            correlation_id: self.correlation_id,
+            idempotency_key: self.idempotency_key.clone(),
+            event,
+        }
+    }
+}
+
+/// The sequence of the next event of a stream whose state is `state`: from 1.
+fn next_sequence(state: Option<&EventState>) -> u64 {
+    state.map_or(1, |s| s.sequence + 1)
+}
+
+/// Records `events`, decided for `event_id` at `now`, as a writer does: stamps each in its
+/// envelope (ids from `new_id`), applies it to `state` and appends its journal record to
+/// `records`. For simulations and tools that write a journal without running a writer.
+pub fn record(
+    state: &mut Option<EventState>,
+    event_id: EventId,
+    events: &[Event],
+    now: DateTime<Utc>,
+    meta: &Meta,
+    mut new_id: impl FnMut() -> Uuid,
+    records: &mut Vec<Record>,
+) {
+    for event in events {
+        let env = meta.envelope(new_id(), event_id, next_sequence(state.as_ref()), now, event.clone());
+        domain::apply(state, event, meta.idempotency_key.as_deref());
+        records.push(Record {
+            key: event_id.to_string().into_bytes(),
+            value: encode(&env),
+        });
+    }
+}
+
 /// What callers ask a writer.
 #[derive(Debug, Clone)]
 pub enum Request {
@@ -934,17 +978,8 @@ impl Writer {
         let mut last_record = None;
         let key = event_id.to_string().into_bytes();
         for event in events {
-            let sequence = self.events.get(&event_id).map_or(1, |s| s.sequence + 1);
-            let env = Envelope {
-                id: Uuid::now_v7(),
-                event_id,
-                sequence,
-                time: now,
-                causation_id: meta.causation_id,
-                correlation_id: meta.correlation_id,
-                idempotency_key: meta.idempotency_key.clone(),
-                event,
-            };
+            let sequence = next_sequence(self.events.get(&event_id));
+            let env = meta.envelope(Uuid::now_v7(), event_id, sequence, now, event);
             recorded.push(env.event.type_name());
             records.push(Record {
                 key: key.clone(),

@@ -114,6 +114,18 @@ async fn schedule(writers: &Writers, info: EventScheduled) {
     writers.send(request).await.unwrap();
 }
 
+/// Writers on a fresh gated journal in `dir`, on the system clock, with one [`event`]
+/// scheduled: the journal, the writers and the event's id.
+async fn scheduled(dir: &tempfile::TempDir, config: WriterConfig) -> (Arc<Gate>, Writers, EventId) {
+    let journal = gate(dir);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let writers = Writers::start(journal.clone(), clock.clone(), config).await.unwrap();
+    let info = event(clock.as_ref());
+    let id = info.event_id;
+    schedule(&writers, info).await;
+    (journal, writers, id)
+}
+
 fn reserve(event_id: EventId, customer: &str, seats: &[&str], key: &str) -> Request {
     Request::Command {
         event_id,
@@ -142,17 +154,12 @@ fn get(event_id: EventId, customer: &str, outcome: &Outcome) -> Request {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_mailbox_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let journal = gate(&dir);
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let config = WriterConfig {
         mailbox: 2,
         batch: 1,
         ..WriterConfig::default()
     };
-    let writers = Writers::start(journal.clone(), clock.clone(), config).await.unwrap();
-    let info = event(clock.as_ref());
-    let id = info.event_id;
-    schedule(&writers, info).await;
+    let (journal, writers, id) = scheduled(&dir, config).await;
 
     journal.closed.store(true, Ordering::SeqCst);
     // One request is taken and blocks in its append; two more fill the mailbox.
@@ -189,14 +196,7 @@ async fn a_full_mailbox_is_refused_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_append_acknowledges_nothing_and_state_follows_the_log() {
     let dir = tempfile::tempdir().unwrap();
-    let journal = gate(&dir);
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
-    let info = event(clock.as_ref());
-    let id = info.event_id;
-    schedule(&writers, info).await;
+    let (journal, writers, id) = scheduled(&dir, WriterConfig::default()).await;
 
     journal.fail_next.store(true, Ordering::SeqCst);
     let failed = writers.send(reserve(id, "a", &["A-1-1"], "k1")).await;
@@ -212,14 +212,7 @@ async fn a_failed_append_acknowledges_nothing_and_state_follows_the_log() {
 #[tokio::test(start_paused = true)]
 async fn holds_expire_on_the_writers_timer() {
     let dir = tempfile::tempdir().unwrap();
-    let journal = gate(&dir);
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
-    let info = event(clock.as_ref());
-    let id = info.event_id;
-    schedule(&writers, info).await;
+    let (_journal, writers, id) = scheduled(&dir, WriterConfig::default()).await;
     let held = writers.send(reserve(id, "a", &["A-1-1", "A-1-2"], "k1")).await.unwrap();
     let other = writers.send(reserve(id, "b", &["A-1-3"], "k2")).await.unwrap();
 

@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use crate::LedgerError;
 use crate::ledger::{Batch, Ledger, Lookup};
-use crate::rows::{ALL_TABLES, Op, Ty, Val};
+use crate::rows::{ALL_TABLES, Col, Op, Ty, Val};
 
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -185,23 +185,27 @@ fn select_expr(name: &str, ty: Ty) -> String {
     }
 }
 
+/// The parameters `$1::type[], $2::type[], ...` that bind one array per column of `cols`.
+fn array_params<'a>(cols: impl IntoIterator<Item = &'a Col>) -> String {
+    let arrays: Vec<_> = cols
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| format!("${}::{}", i + 1, c.ty.pg_array()))
+        .collect();
+    arrays.join(", ")
+}
+
 async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerError> {
     match op {
         Op::Insert { table, rows } => {
             let names: Vec<_> = table.cols.iter().map(|c| c.name).collect();
-            let arrays: Vec<_> = table
-                .cols
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("${}::{}", i + 1, c.ty.pg_array()))
-                .collect();
+            let arrays = array_params(table.cols);
             let exprs: Vec<_> = table.cols.iter().map(|c| select_expr(c.name, c.ty)).collect();
             let sql = format!(
                 "INSERT INTO {t} ({cols}) SELECT {exprs} FROM UNNEST({arrays}) AS u({cols})",
                 t = table.name,
                 cols = names.join(", "),
                 exprs = exprs.join(", "),
-                arrays = arrays.join(", "),
             );
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for (i, c) in table.cols.iter().enumerate() {
@@ -212,11 +216,7 @@ async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerEr
         Op::Update { table, key, set, rows } => {
             let cols: Vec<_> = key.iter().chain(set).collect();
             let names: Vec<_> = cols.iter().map(|c| c.name).collect();
-            let arrays: Vec<_> = cols
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("${}::{}", i + 1, c.ty.pg_array()))
-                .collect();
+            let arrays = array_params(cols.iter().copied());
             let sets: Vec<_> = set
                 .iter()
                 .map(|c| format!("{} = {}", c.name, select_expr(c.name, c.ty)))
@@ -226,7 +226,6 @@ async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerEr
                 "UPDATE {tbl} AS t SET {sets} FROM UNNEST({arrays}) AS u({names}) WHERE {wheres}",
                 tbl = table.name,
                 sets = sets.join(", "),
-                arrays = arrays.join(", "),
                 names = names.join(", "),
                 wheres = wheres.join(" AND "),
             );

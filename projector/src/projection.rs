@@ -140,6 +140,20 @@ fn join(seats: &[SeatId]) -> String {
     seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// The columns that start both a reservation's and a booking's row: the reservation, its
+/// event, the customer, the seats and their count, the amount and its currency.
+fn order_row(rid: Uuid, eid: Uuid, customer: &CustomerId, seats: &[SeatId], amount: &Money) -> Vec<Val> {
+    vec![
+        rid.into(),
+        eid.into(),
+        customer.as_str().into(),
+        join(seats).into(),
+        (seats.len() as i64).into(),
+        amount.amount.into(),
+        amount.currency.as_str().into(),
+    ]
+}
+
 fn refund_reason(r: RefundReason) -> &'static str {
     match r {
         RefundReason::SeatsTaken => "seats_taken",
@@ -148,6 +162,16 @@ fn refund_reason(r: RefundReason) -> &'static str {
         RefundReason::BookingCancelled => "booking_cancelled",
         RefundReason::CustomerLimit => "customer_limit",
     }
+}
+
+/// The record being folded, as its seat changes need it: its event's metadata and id, its
+/// time and its sequence.
+#[derive(Clone, Copy)]
+struct Fact<'a> {
+    meta: &'a EventMeta,
+    eid: Uuid,
+    at: DateTime<Utc>,
+    sequence: u64,
 }
 
 /// Folds `records` (consecutive records of one partition) into row changes.
@@ -175,68 +199,31 @@ impl Fold {
             self.orphans += 1;
             return;
         };
+        let fact = Fact {
+            meta: &meta,
+            eid,
+            at,
+            sequence: env.sequence,
+        };
         match &env.event {
             Event::EventScheduled(_) => {}
             Event::SeatMapChanged(e) => self.change_map(&meta, env.event_id, &e.seat_map, at),
             Event::SeatsReserved(e) => {
                 let rid = e.reservation_id.as_uuid();
-                self.seats(
-                    &meta,
-                    eid,
-                    &e.seats,
-                    ("held", Some(rid)),
-                    Some(rid),
-                    at,
-                    env.sequence,
-                    "held",
-                );
+                self.seats(&fact, &e.seats, ("held", Some(rid)), Some(rid), "held");
                 self.res_seats.insert(e.reservation_id, e.seats.clone());
-                self.res_new.insert(
-                    rid,
-                    vec![
-                        rid.into(),
-                        eid.into(),
-                        e.customer.as_str().into(),
-                        join(&e.seats).into(),
-                        (e.seats.len() as i64).into(),
-                        e.amount.amount.into(),
-                        e.amount.currency.as_str().into(),
-                        e.hold_until.into(),
-                        at.into(),
-                        "held".into(),
-                        at.into(),
-                    ],
-                );
+                let mut row = order_row(rid, eid, &e.customer, &e.seats, &e.amount);
+                row.extend([Val::from(e.hold_until), at.into(), "held".into(), at.into()]);
+                self.res_new.insert(rid, row);
             }
             Event::SeatsBooked(e) => {
                 let rid = e.reservation_id.as_uuid();
-                self.seats(
-                    &meta,
-                    eid,
-                    &e.seats,
-                    ("booked", Some(rid)),
-                    Some(rid),
-                    at,
-                    env.sequence,
-                    "booked",
-                );
+                self.seats(&fact, &e.seats, ("booked", Some(rid)), Some(rid), "booked");
                 self.reservation_status(rid, "booked", at);
-                self.bookings_new.insert(
-                    rid,
-                    vec![
-                        rid.into(),
-                        eid.into(),
-                        e.customer.as_str().into(),
-                        join(&e.seats).into(),
-                        (e.seats.len() as i64).into(),
-                        e.payment.amount.amount.into(),
-                        e.payment.amount.currency.as_str().into(),
-                        e.payment.provider_event_id.as_str().into(),
-                        e.late.into(),
-                        at.into(),
-                        Val::Null,
-                    ],
-                );
+                let mut row = order_row(rid, eid, &e.customer, &e.seats, &e.payment.amount);
+                let (provider_event_id, late) = (e.payment.provider_event_id.as_str(), e.late);
+                row.extend([Val::from(provider_event_id), late.into(), at.into(), Val::Null]);
+                self.bookings_new.insert(rid, row);
                 self.payment(eid, rid, &e.payment, "booked", at, None);
                 // The customer pays; the revenue is earned per section and tier.
                 let lines = revenue_lines(&meta, &e.seats, e.payment.amount.amount);
@@ -247,16 +234,7 @@ impl Fold {
             Event::SeatsReleased(e) => {
                 let rid = e.reservation_id.as_uuid();
                 let kind = e.reason.as_str();
-                self.seats(
-                    &meta,
-                    eid,
-                    &e.seats,
-                    ("available", None),
-                    Some(rid),
-                    at,
-                    env.sequence,
-                    kind,
-                );
+                self.seats(&fact, &e.seats, ("available", None), Some(rid), kind);
                 self.reservation_status(rid, kind, at);
             }
             Event::PaymentRefunded(e) => {
@@ -313,28 +291,10 @@ impl Fold {
             }
             // Organizer holds move seats out of the sale and back, with no reservation and no money.
             Event::SeatsWithheld(e) => {
-                self.seats(
-                    &meta,
-                    eid,
-                    &e.seats,
-                    ("withheld", None),
-                    None,
-                    at,
-                    env.sequence,
-                    "withheld",
-                );
+                self.seats(&fact, &e.seats, ("withheld", None), None, "withheld");
             }
             Event::SeatsReturned(e) => {
-                self.seats(
-                    &meta,
-                    eid,
-                    &e.seats,
-                    ("available", None),
-                    None,
-                    at,
-                    env.sequence,
-                    "returned",
-                );
+                self.seats(&fact, &e.seats, ("available", None), None, "returned");
             }
             // The waiting room moves no seats and no money.
             Event::Queue(_) => {}
@@ -413,18 +373,20 @@ impl Fold {
         }
     }
 
-    #[expect(clippy::too_many_arguments, reason = "one seat change with its history row")]
     fn seats(
         &mut self,
-        meta: &EventMeta,
-        eid: Uuid,
+        fact: &Fact,
         seats: &[SeatId],
         (state, reservation): (&str, Option<Uuid>),
         rid: Option<Uuid>,
-        at: DateTime<Utc>,
-        sequence: u64,
         kind: &str,
     ) {
+        let Fact {
+            meta,
+            eid,
+            at,
+            sequence,
+        } = *fact;
         for seat in seats {
             let Some((section, tier, price)) = meta.seat(seat) else {
                 self.orphans += 1;
@@ -544,75 +506,51 @@ impl Fold {
     }
 
     fn finish(self) -> Projected {
-        let mut ops = Vec::new();
-        let eid_col = SEATS.col("event_id");
-        ops.push(Op::Delete {
-            table: &SEATS,
-            col: eid_col,
-            values: self.seats_cleared.iter().map(|e| Val::Uuid(*e)).collect(),
-        });
-        ops.push(Op::Insert {
-            table: &EVENTS,
-            rows: self.events_new.into_values().collect(),
-        });
-        ops.push(update(
-            &EVENTS,
-            &["event_id"],
-            &["seat_map", "seat_map_at"],
-            self.events_upd.into_values().collect(),
-        ));
-        ops.push(Op::Insert {
-            table: &SEATS,
-            rows: self.seats_new.into_values().collect(),
-        });
-        ops.push(update(
-            &SEATS,
-            &["event_id", "seat"],
-            &["state", "reservation_id", "updated_at"],
-            self.seats_upd.into_values().collect(),
-        ));
-        ops.push(Op::Insert {
-            table: &RESERVATIONS,
-            rows: self.res_new.into_values().collect(),
-        });
-        ops.push(update(
-            &RESERVATIONS,
-            &["reservation_id"],
-            &["status", "status_at"],
-            self.res_upd.into_values().collect(),
-        ));
-        ops.push(Op::Insert {
-            table: &BOOKINGS,
-            rows: self.bookings_new.into_values().collect(),
-        });
-        ops.push(update(
-            &BOOKINGS,
-            &["reservation_id"],
-            &["cancelled_at"],
-            self.bookings_upd.into_values().collect(),
-        ));
-        ops.push(Op::Insert {
-            table: &PAYMENTS,
-            rows: self.payments_new.into_values().collect(),
-        });
-        ops.push(update(
-            &PAYMENTS,
-            &["provider_event_id"],
-            &["status", "refunded_at"],
-            self.payments_upd.into_values().collect(),
-        ));
-        ops.push(Op::Insert {
-            table: &REFUNDS,
-            rows: self.refunds,
-        });
-        ops.push(Op::Insert {
-            table: &MONEY_ENTRIES,
-            rows: self.money,
-        });
-        ops.push(Op::Insert {
-            table: &SEAT_HISTORY,
-            rows: self.history,
-        });
+        let mut ops = vec![
+            Op::Delete {
+                table: &SEATS,
+                col: SEATS.col("event_id"),
+                values: self.seats_cleared.iter().map(|e| Val::Uuid(*e)).collect(),
+            },
+            insert(&EVENTS, values(self.events_new)),
+            update(
+                &EVENTS,
+                &["event_id"],
+                &["seat_map", "seat_map_at"],
+                values(self.events_upd),
+            ),
+            insert(&SEATS, values(self.seats_new)),
+            update(
+                &SEATS,
+                &["event_id", "seat"],
+                &["state", "reservation_id", "updated_at"],
+                values(self.seats_upd),
+            ),
+            insert(&RESERVATIONS, values(self.res_new)),
+            update(
+                &RESERVATIONS,
+                &["reservation_id"],
+                &["status", "status_at"],
+                values(self.res_upd),
+            ),
+            insert(&BOOKINGS, values(self.bookings_new)),
+            update(
+                &BOOKINGS,
+                &["reservation_id"],
+                &["cancelled_at"],
+                values(self.bookings_upd),
+            ),
+            insert(&PAYMENTS, values(self.payments_new)),
+            update(
+                &PAYMENTS,
+                &["provider_event_id"],
+                &["status", "refunded_at"],
+                values(self.payments_upd),
+            ),
+            insert(&REFUNDS, self.refunds),
+            insert(&MONEY_ENTRIES, self.money),
+            insert(&SEAT_HISTORY, self.history),
+        ];
         ops.retain(|op| !op.is_empty());
         Projected {
             ops,
@@ -620,6 +558,11 @@ impl Fold {
             orphans: self.orphans,
         }
     }
+}
+
+/// The rows of a map of new or changed rows, in key order.
+fn values<K>(rows: BTreeMap<K, Vec<Val>>) -> Vec<Vec<Val>> {
+    rows.into_values().collect()
 }
 
 /// Splits `amount` over the sections and tiers of `seats` by their prices. Any difference

@@ -92,34 +92,22 @@ impl Val {
     }
 }
 
-impl From<Uuid> for Val {
-    fn from(v: Uuid) -> Self {
-        Val::Uuid(v)
-    }
+/// `Val` from each type a column holds, one variant per type.
+macro_rules! val_from {
+    ($($ty:ty => $variant:ident),* $(,)?) => {
+        $(impl From<$ty> for Val {
+            fn from(v: $ty) -> Self {
+                Val::$variant(v)
+            }
+        })*
+    };
 }
-impl From<String> for Val {
-    fn from(v: String) -> Self {
-        Val::Text(v)
-    }
-}
+
+val_from!(Uuid => Uuid, String => Text, i64 => Int, bool => Bool, DateTime<Utc> => Time);
+
 impl From<&str> for Val {
     fn from(v: &str) -> Self {
         Val::Text(v.to_owned())
-    }
-}
-impl From<i64> for Val {
-    fn from(v: i64) -> Self {
-        Val::Int(v)
-    }
-}
-impl From<bool> for Val {
-    fn from(v: bool) -> Self {
-        Val::Bool(v)
-    }
-}
-impl From<DateTime<Utc>> for Val {
-    fn from(v: DateTime<Utc>) -> Self {
-        Val::Time(v)
     }
 }
 
@@ -340,6 +328,11 @@ impl Op {
             Op::Delete { values, .. } => values.len(),
         }
     }
+}
+
+/// Builds an insert op: `rows` hold a value for every column of `table`, in order.
+pub fn insert(table: &'static Table, rows: Vec<Vec<Val>>) -> Op {
+    Op::Insert { table, rows }
 }
 
 /// Builds an update op from column names.

@@ -90,28 +90,12 @@ uuid_id!(
     "reservation id"
 );
 
-macro_rules! name_id {
-    ($(#[$doc:meta])* $name:ident, $kind:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-        #[serde(transparent)]
-        pub struct $name(String);
-
+/// What every validated string newtype `$name(String)` with a `parse` has: `as_str`, and
+/// `FromStr`, `Deserialize` (both through `parse`, so no invalid value is ever read) and
+/// `Display`.
+macro_rules! validated_string {
+    ($name:ident) => {
         impl $name {
-            pub fn parse(s: &str) -> Result<Self, InvalidId> {
-                let invalid = |reason: &str| InvalidId { kind: $kind, reason: reason.to_owned() };
-                if s.is_empty() {
-                    return Err(invalid("must not be empty"));
-                }
-                if s.len() > 64 {
-                    return Err(invalid("must be at most 64 characters"));
-                }
-                if !s.chars().all(|c| c.is_ascii_alphanumeric() || "_.@-+".contains(c)) {
-                    return Err(invalid("may contain only ASCII letters, digits and _ . @ - +"));
-                }
-                Ok(Self(s.to_owned()))
-            }
-
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -137,6 +121,34 @@ macro_rules! name_id {
                 f.write_str(&self.0)
             }
         }
+    };
+}
+pub(crate) use validated_string;
+
+macro_rules! name_id {
+    ($(#[$doc:meta])* $name:ident, $kind:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(s: &str) -> Result<Self, InvalidId> {
+                let invalid = |reason: &str| InvalidId { kind: $kind, reason: reason.to_owned() };
+                if s.is_empty() {
+                    return Err(invalid("must not be empty"));
+                }
+                if s.len() > 64 {
+                    return Err(invalid("must be at most 64 characters"));
+                }
+                if !s.chars().all(|c| c.is_ascii_alphanumeric() || "_.@-+".contains(c)) {
+                    return Err(invalid("may contain only ASCII letters, digits and _ . @ - +"));
+                }
+                Ok(Self(s.to_owned()))
+            }
+        }
+
+        validated_string!($name);
 
         impl utoipa::PartialSchema for $name {
             fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {

@@ -17,7 +17,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::ids::InvalidId;
+use crate::ids::{InvalidId, validated_string};
 
 /// The most seats one row may have.
 pub const MAX_SEATS_PER_ROW: u16 = 500;
@@ -57,31 +57,9 @@ macro_rules! code {
                 }
                 Ok(Self(s.to_owned()))
             }
-
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
         }
 
-        impl FromStr for $name {
-            type Err = InvalidId;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::parse(s)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                Self::parse(&s).map_err(serde::de::Error::custom)
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
+        validated_string!($name);
     };
 }
 

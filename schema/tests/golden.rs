@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use chrono::{TimeZone, Utc};
+use chrono::{DateTime, TimeZone, Utc};
 use frontrow_schema::*;
 use uuid::Uuid;
 
@@ -20,7 +20,7 @@ fn envelope(seq: u64, event: Event) -> Envelope {
         id: uuid(0x100 + u128::from(seq)),
         event_id: EventId::from_uuid(uuid(1)),
         sequence: seq,
-        time: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, seq as u32).unwrap(),
+        time: at(3, 1, 10, 0, seq as u32),
         causation_id: Some(uuid(0x200 + u128::from(seq))),
         correlation_id: Some(uuid(0x300)),
         idempotency_key: (seq == 3).then(|| "reserve-7f3a".to_owned()),
@@ -76,97 +76,173 @@ fn payment(evt: &str, amount: i64) -> Payment {
     }
 }
 
+/// An instant of the fixtures' onsale year, 2026, in UTC.
+fn at(month: u32, day: u32, hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, month, day, hour, minute, second).unwrap()
+}
+
+/// The Eras Tour as first scheduled: each `EventScheduled` case changes what it is about.
+fn eras_tour() -> EventScheduled {
+    EventScheduled {
+        event_id: EventId::from_uuid(uuid(1)),
+        organizer: OrganizerId::parse("riverside-live").unwrap(),
+        title: "The Eras Tour".into(),
+        artist: "Taylor Swift".into(),
+        venue: "Riverside Arena".into(),
+        city: "Amsterdam".into(),
+        tags: vec![],
+        aliases: vec![],
+        starts_at: at(7, 4, 19, 30, 0),
+        onsale_at: at(3, 1, 10, 0, 0),
+        hold_minutes: HoldMinutes::new(10).unwrap(),
+        max_seats_per_order: 6,
+        max_seats_per_customer: None,
+        allow_orphan_seats: false,
+        currency: Currency::parse("EUR").unwrap(),
+        seat_map: seat_map(),
+    }
+}
+
+/// A BTS show at the Olympic Stadium in Seoul, in won, 4 seats per order.
+fn bts(event: u128, title: &str, starts_at: DateTime<Utc>) -> EventScheduled {
+    EventScheduled {
+        event_id: EventId::from_uuid(uuid(event)),
+        title: title.into(),
+        artist: "BTS".into(),
+        venue: "Olympic Stadium".into(),
+        city: "Seoul".into(),
+        tags: vec!["k-pop".into()],
+        starts_at,
+        max_seats_per_order: 4,
+        currency: Currency::parse("KRW").unwrap(),
+        ..eras_tour()
+    }
+}
+
+/// Another show at the Riverside Arena, on sale with the Eras Tour.
+fn riverside(event: u128, title: &str, artist: &str, starts_at: DateTime<Utc>) -> EventScheduled {
+    EventScheduled {
+        event_id: EventId::from_uuid(uuid(event)),
+        title: title.into(),
+        artist: artist.into(),
+        starts_at,
+        ..eras_tour()
+    }
+}
+
+fn scheduled(seq: u64, info: EventScheduled) -> Envelope {
+    envelope(seq, Event::EventScheduled(info))
+}
+
+/// `customer` holds `ids` for `amount` as `reservation`, from envelope `seq`'s time for ten
+/// minutes.
+fn reserved(seq: u64, reservation: ReservationId, customer: &str, ids: &[&str], amount: i64) -> SeatsReserved {
+    SeatsReserved {
+        reservation_id: reservation,
+        customer: CustomerId::parse(customer).unwrap(),
+        seats: seats(ids),
+        hold_until: at(3, 1, 10, 10, seq as u32),
+        amount: money(amount),
+        admission_ticket: None,
+    }
+}
+
+fn refunded(reservation: ReservationId, evt: &str, reason: RefundReason) -> Event {
+    Event::PaymentRefunded(PaymentRefunded {
+        reservation_id: reservation,
+        customer: CustomerId::parse("alice").unwrap(),
+        payment: payment(evt, 25800),
+        reason,
+    })
+}
+
+/// An envelope that carries the organizer's `Idempotency-Key`.
+fn keyed(key: &str, env: Envelope) -> Envelope {
+    Envelope {
+        idempotency_key: Some(key.to_owned()),
+        ..env
+    }
+}
+
 fn cases() -> Vec<(&'static str, Envelope)> {
-    let reservation = ReservationId::from_uuid(uuid(0x42));
-    let alice = CustomerId::parse("alice").unwrap();
+    scheduled_cases()
+        .into_iter()
+        .chain(seat_cases())
+        .chain(withheld_cases())
+        .chain(zone_cases())
+        .chain(queue_cases())
+        .collect()
+}
+
+fn scheduled_cases() -> Vec<(&'static str, Envelope)> {
     vec![
-        (
-            "event_scheduled",
-            envelope(
-                1,
-                Event::EventScheduled(EventScheduled {
-                    event_id: EventId::from_uuid(uuid(1)),
-                    organizer: OrganizerId::parse("riverside-live").unwrap(),
-                    title: "The Eras Tour".into(),
-                    artist: "Taylor Swift".into(),
-                    venue: "Riverside Arena".into(),
-                    city: "Amsterdam".into(),
-                    tags: vec![],
-                    aliases: vec![],
-                    starts_at: Utc.with_ymd_and_hms(2026, 7, 4, 19, 30, 0).unwrap(),
-                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
-                    hold_minutes: HoldMinutes::new(10).unwrap(),
-                    max_seats_per_order: 6,
-                    max_seats_per_customer: None,
-                    allow_orphan_seats: false,
-                    currency: Currency::parse("EUR").unwrap(),
-                    seat_map: seat_map(),
-                }),
-            ),
-        ),
+        ("event_scheduled", scheduled(1, eras_tour())),
         (
             "event_scheduled_with_tags",
-            envelope(
+            scheduled(
                 8,
-                Event::EventScheduled(EventScheduled {
-                    event_id: EventId::from_uuid(uuid(2)),
-                    organizer: OrganizerId::parse("riverside-live").unwrap(),
-                    title: "Stadium Nights".into(),
-                    artist: "BTS".into(),
-                    venue: "Olympic Stadium".into(),
-                    city: "Seoul".into(),
+                EventScheduled {
                     tags: vec!["k-pop".into(), "stadium".into()],
-                    aliases: vec![],
-                    starts_at: Utc.with_ymd_and_hms(2026, 9, 12, 19, 0, 0).unwrap(),
-                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
                     hold_minutes: HoldMinutes::new(15).unwrap(),
-                    max_seats_per_order: 4,
-                    max_seats_per_customer: None,
-                    allow_orphan_seats: false,
-                    currency: Currency::parse("KRW").unwrap(),
-                    seat_map: seat_map(),
-                }),
+                    ..bts(2, "Stadium Nights", at(9, 12, 19, 0, 0))
+                },
             ),
         ),
         (
             "event_scheduled_with_aliases",
-            envelope(
+            scheduled(
                 20,
-                Event::EventScheduled(EventScheduled {
-                    event_id: EventId::from_uuid(uuid(3)),
-                    organizer: OrganizerId::parse("riverside-live").unwrap(),
-                    title: "Permission to Dance".into(),
-                    artist: "BTS".into(),
+                EventScheduled {
                     aliases: vec!["방탄소년단".into(), "Bangtan Boys".into()],
-                    venue: "Olympic Stadium".into(),
-                    city: "Seoul".into(),
-                    tags: vec!["k-pop".into()],
-                    starts_at: Utc.with_ymd_and_hms(2026, 10, 3, 19, 0, 0).unwrap(),
-                    onsale_at: Utc.with_ymd_and_hms(2026, 4, 1, 10, 0, 0).unwrap(),
-                    hold_minutes: HoldMinutes::new(10).unwrap(),
-                    max_seats_per_order: 4,
-                    max_seats_per_customer: None,
-                    allow_orphan_seats: false,
-                    currency: Currency::parse("KRW").unwrap(),
-                    seat_map: seat_map(),
-                }),
+                    onsale_at: at(4, 1, 10, 0, 0),
+                    ..bts(3, "Permission to Dance", at(10, 3, 19, 0, 0))
+                },
             ),
         ),
+        (
+            "event_scheduled_with_customer_limit",
+            scheduled(
+                9,
+                EventScheduled {
+                    max_seats_per_customer: Some(12),
+                    ..riverside(3, "Family Day", "The Wiggles", at(8, 2, 14, 0, 0))
+                },
+            ),
+        ),
+        (
+            "event_scheduled_allowing_orphan_seats",
+            scheduled(
+                21,
+                EventScheduled {
+                    allow_orphan_seats: true,
+                    ..riverside(4, "Club Night", "DJ Shadow", at(9, 5, 22, 0, 0))
+                },
+            ),
+        ),
+    ]
+}
+
+fn seat_cases() -> Vec<(&'static str, Envelope)> {
+    let reservation = ReservationId::from_uuid(uuid(0x42));
+    let alice = CustomerId::parse("alice").unwrap();
+    let alices_seats = || seats(&["FLA-1-7", "FLA-1-8"]);
+    let attributed_map = serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "STD", "name": "Standard", "price": 5900}],
+        "sections": [
+            {"code": "101", "name": "Lower 101", "rows": [
+                {"name": "A", "seats": 12, "tier": "STD",
+                 "wheelchair": [1, 12], "companion": [2, 11], "aisle": [1, 12]},
+                {"name": "B", "seats": 12, "tier": "STD", "restricted_view": [5, 6, 7]}]}
+        ]
+    }))
+    .unwrap();
+    vec![
         (
             "seat_map_changed_with_seat_attributes",
             envelope(
                 21,
                 Event::SeatMapChanged(SeatMapChanged {
-                    seat_map: serde_json::from_value(serde_json::json!({
-                        "tiers": [{"code": "STD", "name": "Standard", "price": 5900}],
-                        "sections": [
-                            {"code": "101", "name": "Lower 101", "rows": [
-                                {"name": "A", "seats": 12, "tier": "STD",
-                                 "wheelchair": [1, 12], "companion": [2, 11], "aisle": [1, 12]},
-                                {"name": "B", "seats": 12, "tier": "STD", "restricted_view": [5, 6, 7]}]}
-                        ]
-                    }))
-                    .unwrap(),
+                    seat_map: attributed_map,
                 }),
             ),
         ),
@@ -178,14 +254,7 @@ fn cases() -> Vec<(&'static str, Envelope)> {
             "seats_reserved",
             envelope(
                 3,
-                Event::SeatsReserved(SeatsReserved {
-                    reservation_id: reservation,
-                    customer: alice.clone(),
-                    seats: seats(&["FLA-1-7", "FLA-1-8"]),
-                    hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 3).unwrap(),
-                    amount: money(25800),
-                    admission_ticket: None,
-                }),
+                Event::SeatsReserved(reserved(3, reservation, "alice", &["FLA-1-7", "FLA-1-8"], 25800)),
             ),
         ),
         (
@@ -194,8 +263,8 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                 4,
                 Event::SeatsBooked(SeatsBooked {
                     reservation_id: reservation,
-                    customer: alice.clone(),
-                    seats: seats(&["FLA-1-7", "FLA-1-8"]),
+                    customer: alice,
+                    seats: alices_seats(),
                     payment: payment("evt_1OkA", 25800),
                     late: false,
                 }),
@@ -207,82 +276,18 @@ fn cases() -> Vec<(&'static str, Envelope)> {
                 5,
                 Event::SeatsReleased(SeatsReleased {
                     reservation_id: reservation,
-                    seats: seats(&["FLA-1-7", "FLA-1-8"]),
+                    seats: alices_seats(),
                     reason: ReleaseReason::Expired,
                 }),
             ),
         ),
         (
             "payment_refunded",
-            envelope(
-                6,
-                Event::PaymentRefunded(PaymentRefunded {
-                    reservation_id: reservation,
-                    customer: alice,
-                    payment: payment("evt_1OkB", 25800),
-                    reason: RefundReason::SeatsTaken,
-                }),
-            ),
-        ),
-        (
-            "event_scheduled_with_customer_limit",
-            envelope(
-                9,
-                Event::EventScheduled(EventScheduled {
-                    event_id: EventId::from_uuid(uuid(3)),
-                    organizer: OrganizerId::parse("riverside-live").unwrap(),
-                    title: "Family Day".into(),
-                    artist: "The Wiggles".into(),
-                    aliases: vec![],
-                    venue: "Riverside Arena".into(),
-                    city: "Amsterdam".into(),
-                    tags: vec![],
-                    starts_at: Utc.with_ymd_and_hms(2026, 8, 2, 14, 0, 0).unwrap(),
-                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
-                    hold_minutes: HoldMinutes::new(10).unwrap(),
-                    max_seats_per_order: 6,
-                    max_seats_per_customer: Some(12),
-                    allow_orphan_seats: false,
-                    currency: Currency::parse("EUR").unwrap(),
-                    seat_map: seat_map(),
-                }),
-            ),
-        ),
-        (
-            "event_scheduled_allowing_orphan_seats",
-            envelope(
-                21,
-                Event::EventScheduled(EventScheduled {
-                    event_id: EventId::from_uuid(uuid(4)),
-                    organizer: OrganizerId::parse("riverside-live").unwrap(),
-                    title: "Club Night".into(),
-                    artist: "DJ Shadow".into(),
-                    aliases: vec![],
-                    venue: "Riverside Arena".into(),
-                    city: "Amsterdam".into(),
-                    tags: vec![],
-                    starts_at: Utc.with_ymd_and_hms(2026, 9, 5, 22, 0, 0).unwrap(),
-                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
-                    hold_minutes: HoldMinutes::new(10).unwrap(),
-                    max_seats_per_order: 6,
-                    max_seats_per_customer: None,
-                    allow_orphan_seats: true,
-                    currency: Currency::parse("EUR").unwrap(),
-                    seat_map: seat_map(),
-                }),
-            ),
+            envelope(6, refunded(reservation, "evt_1OkB", RefundReason::SeatsTaken)),
         ),
         (
             "payment_refunded_over_customer_limit",
-            envelope(
-                10,
-                Event::PaymentRefunded(PaymentRefunded {
-                    reservation_id: reservation,
-                    customer: CustomerId::parse("alice").unwrap(),
-                    payment: payment("evt_1OkD", 25800),
-                    reason: RefundReason::CustomerLimit,
-                }),
-            ),
+            envelope(10, refunded(reservation, "evt_1OkD", RefundReason::CustomerLimit)),
         ),
         (
             "payment_failed",
@@ -297,112 +302,82 @@ fn cases() -> Vec<(&'static str, Envelope)> {
             ),
         ),
         (
-            "seats_withheld",
-            envelope(
-                22,
-                Event::SeatsWithheld(SeatsWithheld {
-                    seats: seats(&["FLA-1-1", "FLA-1-2"]),
-                    label: "house seats".into(),
-                    request: None,
-                }),
-            ),
-        ),
-        (
-            "seats_returned",
-            envelope(
-                23,
-                Event::SeatsReturned(SeatsReturned {
-                    seats: seats(&["FLA-1-2"]),
-                    request: None,
-                }),
-            ),
-        ),
-        (
-            "seats_withheld_with_request",
-            Envelope {
-                idempotency_key: Some("hold-house-1".to_owned()),
-                ..envelope(
-                    24,
-                    Event::SeatsWithheld(SeatsWithheld {
-                        seats: vec![],
-                        label: "house seats".into(),
-                        request: Some("5f2b0c6e9d1a4b3c8e7f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5".into()),
-                    }),
-                )
-            },
-        ),
-        (
-            "seats_returned_with_request",
-            Envelope {
-                idempotency_key: Some("return-house-1".to_owned()),
-                ..envelope(
-                    25,
-                    Event::SeatsReturned(SeatsReturned {
-                        seats: seats(&["FLA-1-1"]),
-                        request: Some("0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9".into()),
-                    }),
-                )
-            },
-        ),
-        (
             "seats_reserved_with_admission",
             envelope(
                 9,
                 Event::SeatsReserved(SeatsReserved {
-                    reservation_id: reservation,
-                    customer: CustomerId::parse("bob").unwrap(),
-                    seats: seats(&["101-A-3"]),
-                    hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 9).unwrap(),
-                    amount: money(5900),
                     admission_ticket: Some(17),
+                    ..reserved(9, reservation, "bob", &["101-A-3"], 5900)
                 }),
             ),
         ),
     ]
-    .into_iter()
-    .chain(zone_cases())
-    .chain(queue_cases())
-    .collect()
+}
+
+fn withheld_cases() -> Vec<(&'static str, Envelope)> {
+    let withheld = |seq, ids: &[&str], request: Option<&str>| {
+        let seats = seats(ids);
+        let label = "house seats".into();
+        let request = request.map(str::to_owned);
+        envelope(seq, Event::SeatsWithheld(SeatsWithheld { seats, label, request }))
+    };
+    let returned = |seq, ids: &[&str], request: Option<&str>| {
+        let request = request.map(str::to_owned);
+        envelope(
+            seq,
+            Event::SeatsReturned(SeatsReturned {
+                seats: seats(ids),
+                request,
+            }),
+        )
+    };
+    vec![
+        ("seats_withheld", withheld(22, &["FLA-1-1", "FLA-1-2"], None)),
+        ("seats_returned", returned(23, &["FLA-1-2"], None)),
+        (
+            "seats_withheld_with_request",
+            keyed(
+                "hold-house-1",
+                withheld(
+                    24,
+                    &[],
+                    Some("5f2b0c6e9d1a4b3c8e7f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5"),
+                ),
+            ),
+        ),
+        (
+            "seats_returned_with_request",
+            keyed(
+                "return-house-1",
+                returned(
+                    25,
+                    &["FLA-1-1"],
+                    Some("0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"),
+                ),
+            ),
+        ),
+    ]
 }
 
 fn zone_cases() -> Vec<(&'static str, Envelope)> {
+    let floor = ["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"];
+    let reservation = ReservationId::from_uuid(uuid(0x43));
     vec![
         (
             "event_scheduled_with_zone",
-            envelope(
+            scheduled(
                 21,
-                Event::EventScheduled(EventScheduled {
-                    event_id: EventId::from_uuid(uuid(4)),
-                    organizer: OrganizerId::parse("riverside-live").unwrap(),
-                    title: "Summer Sessions".into(),
-                    artist: "Fontaines D.C.".into(),
-                    aliases: vec![],
-                    venue: "Riverside Arena".into(),
-                    city: "Amsterdam".into(),
-                    tags: vec![],
-                    starts_at: Utc.with_ymd_and_hms(2026, 8, 20, 20, 0, 0).unwrap(),
-                    onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
-                    hold_minutes: HoldMinutes::new(10).unwrap(),
-                    max_seats_per_order: 6,
-                    max_seats_per_customer: None,
-                    allow_orphan_seats: false,
-                    currency: Currency::parse("EUR").unwrap(),
+                EventScheduled {
                     seat_map: zone_seat_map(),
-                }),
+                    ..riverside(4, "Summer Sessions", "Fontaines D.C.", at(8, 20, 20, 0, 0))
+                },
             ),
         ),
         (
             "seats_reserved_from_zone",
             envelope(
                 22,
-                Event::SeatsReserved(SeatsReserved {
-                    reservation_id: ReservationId::from_uuid(uuid(0x43)),
-                    customer: CustomerId::parse("carol").unwrap(),
-                    seats: seats(&["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"]),
-                    hold_until: Utc.with_ymd_and_hms(2026, 3, 1, 10, 10, 22).unwrap(),
-                    amount: money(14700),
-                    admission_ticket: None,
-                }),
+                Event::SeatsReserved(reserved(22, reservation, "carol", &floor, 14700)),
             ),
         ),
     ]
@@ -410,49 +385,46 @@ fn zone_cases() -> Vec<(&'static str, Envelope)> {
 
 fn queue_cases() -> Vec<(&'static str, Envelope)> {
     let bob = || CustomerId::parse("bob").unwrap();
-    let until = Utc.with_ymd_and_hms(2026, 3, 1, 10, 5, 0).unwrap();
+    let until = at(3, 1, 10, 5, 0);
     let q = |seq, e| envelope(seq, Event::Queue(e));
+    let opened = QueueOpened {
+        max_size: Some(100_000),
+        max_shoppers: 500,
+        admission_secs: 600,
+    };
+    let spent = AdmissionSpent {
+        customer: bob(),
+        ticket: 17,
+        reservation_id: ReservationId::from_uuid(uuid(0x42)),
+    };
+    let shuffled = QueueShuffled {
+        seed: 0x5EED_0000_0000_0042,
+        pre_queue: 2048,
+    };
+    let (ticket, expires_at) = (17, until);
+    let waitlisted = 100_001;
     vec![
-        (
-            "queue_opened",
-            q(
-                10,
-                QueueEvent::Opened(QueueOpened {
-                    max_size: Some(100_000),
-                    max_shoppers: 500,
-                    admission_secs: 600,
-                }),
-            ),
-        ),
+        ("queue_opened", q(10, QueueEvent::Opened(opened))),
         (
             "queue_joined",
             q(
                 11,
                 QueueEvent::Joined(QueueJoined {
                     customer: bob(),
-                    ticket: 17,
+                    ticket,
                     pre_queue: true,
                 }),
             ),
         ),
-        (
-            "queue_shuffled",
-            q(
-                12,
-                QueueEvent::Shuffled(QueueShuffled {
-                    seed: 0x5EED_0000_0000_0042,
-                    pre_queue: 2048,
-                }),
-            ),
-        ),
+        ("queue_shuffled", q(12, QueueEvent::Shuffled(shuffled))),
         (
             "queue_admitted",
             q(
                 13,
                 QueueEvent::Admitted(FanAdmitted {
                     customer: bob(),
-                    ticket: 17,
-                    expires_at: until,
+                    ticket,
+                    expires_at,
                 }),
             ),
         ),
@@ -462,21 +434,11 @@ fn queue_cases() -> Vec<(&'static str, Envelope)> {
                 14,
                 QueueEvent::Lapsed(AdmissionLapsed {
                     customer: bob(),
-                    ticket: 17,
+                    ticket,
                 }),
             ),
         ),
-        (
-            "queue_admission_spent",
-            q(
-                15,
-                QueueEvent::Spent(AdmissionSpent {
-                    customer: bob(),
-                    ticket: 17,
-                    reservation_id: ReservationId::from_uuid(uuid(0x42)),
-                }),
-            ),
-        ),
+        ("queue_admission_spent", q(15, QueueEvent::Spent(spent))),
         (
             "queue_left",
             q(
@@ -497,7 +459,7 @@ fn queue_cases() -> Vec<(&'static str, Envelope)> {
                 18,
                 QueueEvent::WaitlistJoined(WaitlistJoined {
                     customer: bob(),
-                    ticket: 100_001,
+                    ticket: waitlisted,
                 }),
             ),
         ),
@@ -507,8 +469,8 @@ fn queue_cases() -> Vec<(&'static str, Envelope)> {
                 19,
                 QueueEvent::WaitlistOffered(WaitlistOffered {
                     customer: bob(),
-                    ticket: 100_001,
-                    expires_at: until,
+                    ticket: waitlisted,
+                    expires_at,
                 }),
             ),
         ),

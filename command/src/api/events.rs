@@ -12,9 +12,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
+use super::{CommandState, idempotency_key, position_header, send_command};
 use crate::domain::Command;
-use crate::writer::Request;
 
 /// Namespace for event ids derived from an organizer's `Idempotency-Key`, so a retried create
 /// routes to the same partition and finds the event it already made.
@@ -142,12 +141,7 @@ pub(super) async fn create_event(
         currency: body.currency,
         seat_map: body.seat_map,
     };
-    let request = Request::Command {
-        event_id,
-        command: Command::Schedule(Box::new(info)),
-        meta: meta(&headers, key),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let outcome = send_command(&state, event_id, Command::Schedule(Box::new(info)), &headers, key).await?;
     let mut headers = position_header(outcome.position);
     if let Ok(location) = format!("/events/{event_id}").parse() {
         headers.insert(header::LOCATION, location);
@@ -179,12 +173,26 @@ pub(super) async fn change_seat_map(
     ApiJson(seat_map): ApiJson<SeatMap>,
 ) -> Result<impl IntoResponse, Problem> {
     let key = idempotency_key(&headers)?;
-    let request = Request::Command {
+    write(
+        state,
         event_id,
-        command: Command::ChangeSeatMap { organizer, seat_map },
-        meta: meta(&headers, key),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+        &headers,
+        key,
+        Command::ChangeSeatMap { organizer, seat_map },
+    )
+    .await
+}
+
+/// Sends an organizer's `command` for `event_id` with the request's metadata; answers where
+/// it was written.
+pub(super) async fn write(
+    state: CommandState,
+    event_id: EventId,
+    headers: &HeaderMap,
+    key: Option<String>,
+    command: Command,
+) -> Result<impl IntoResponse + use<>, Problem> {
+    let outcome = send_command(&state, event_id, command, headers, key).await?;
     let body = EventWritten {
         event_id,
         position: outcome.position.map(|p| p.to_string()),

@@ -19,13 +19,14 @@ use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use frontrow_http::Problem;
 use frontrow_journal::Position;
+use frontrow_schema::EventId;
 use secrecy::SecretString;
 use utoipa::OpenApi;
 
 use crate::clock::Clock;
-use crate::domain::Rejection;
+use crate::domain::{Command, Rejection};
 use crate::payments::Simulator;
-use crate::writer::{CommandError, Meta, Writers};
+use crate::writer::{CommandError, Meta, Outcome, Request, Writers};
 
 pub use demo::DemoTokenRequest;
 
@@ -166,6 +167,23 @@ fn meta(headers: &HeaderMap, idempotency_key: Option<String>) -> Meta {
         correlation_id: Some(frontrow_http::observe::correlation_id(headers)),
         causation_id: None,
     }
+}
+
+/// Sends `command` for `event_id` to its writer with the request's metadata (`key` is its
+/// `Idempotency-Key`); a failure becomes its problem.
+async fn send_command(
+    state: &CommandState,
+    event_id: EventId,
+    command: Command,
+    headers: &HeaderMap,
+    key: Option<String>,
+) -> Result<Outcome, Problem> {
+    let request = Request::Command {
+        event_id,
+        command,
+        meta: meta(headers, key),
+    };
+    Ok(state.writers.send(request).await.map_err(CommandErrorProblem::from)?)
 }
 
 fn position_header(position: Option<Position>) -> HeaderMap {

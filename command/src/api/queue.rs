@@ -14,10 +14,10 @@ use frontrow_schema::*;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
+use super::{CommandState, idempotency_key, position_header, send_command};
 use crate::domain::{Command, QueueSettings};
 use crate::views::QueueTicketView;
-use crate::writer::{Outcome, Request};
+use crate::writer::Outcome;
 
 pub(super) fn routes() -> Router<CommandState> {
     Router::new()
@@ -120,12 +120,7 @@ pub(super) async fn open_queue(
             admission_secs: config.admission_secs,
         },
     };
-    let request = Request::Command {
-        event_id,
-        command,
-        meta: meta(&headers, idempotency_key(&headers)?),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let outcome = send_command(&state, event_id, command, &headers, idempotency_key(&headers)?).await?;
     let body = QueueOpenedResponse {
         event_id,
         max_size: config.max_size,
@@ -172,12 +167,7 @@ async fn send(
     headers: &HeaderMap,
     created: bool,
 ) -> Result<impl IntoResponse + use<>, Problem> {
-    let request = Request::Command {
-        event_id,
-        command,
-        meta: meta(headers, idempotency_key(headers)?),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let outcome = send_command(&state, event_id, command, headers, idempotency_key(headers)?).await?;
     respond(&state, &customer, created, outcome)
 }
 

@@ -12,7 +12,7 @@ use frontrow_schema::*;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
+use super::{CommandErrorProblem, CommandState, idempotency_key, position_header, send_command};
 use crate::domain::{Command, SeatNeeds, SeatSelection};
 use crate::views::ReservationView;
 use crate::writer::{Outcome, Request};
@@ -204,12 +204,7 @@ pub(super) async fn reserve(
         idempotency_key: key.clone(),
         admission,
     };
-    let request = Request::Command {
-        event_id,
-        command,
-        meta: meta(&headers, Some(key)),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let outcome = send_command(&state, event_id, command, &headers, Some(key)).await?;
     respond(StatusCode::CREATED, outcome)
 }
 
@@ -275,12 +270,7 @@ async fn on_reservation(
     headers: &HeaderMap,
 ) -> Result<impl IntoResponse + use<>, Problem> {
     let key = idempotency_key(headers)?;
-    let request = Request::Command {
-        event_id,
-        command,
-        meta: meta(headers, key),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let outcome = send_command(state, event_id, command, headers, key).await?;
     respond(StatusCode::OK, outcome)
 }
 

@@ -13,10 +13,9 @@ use frontrow_schema::*;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{CommandErrorProblem, CommandState, meta};
+use super::{CommandState, send_command};
 use crate::domain::Command;
 use crate::payments::{self, ProviderEvent};
-use crate::writer::Request;
 
 pub(super) fn routes() -> Router<CommandState> {
     Router::new().route("/webhooks/payments", post(payment_webhook))
@@ -119,12 +118,7 @@ pub(super) async fn payment_webhook(
             message: intent.last_payment_error.as_ref().and_then(|e| e.message.clone()),
         }
     };
-    let request = Request::Command {
-        event_id,
-        command,
-        meta: meta(&headers, Some(event.id.clone())),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
+    let outcome = send_command(&state, event_id, command, &headers, Some(event.id.clone())).await?;
     let kinds = &outcome.recorded;
     let answer = if kinds.contains(&"frontrow.seats.booked") {
         "booked"

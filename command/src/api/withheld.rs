@@ -13,10 +13,9 @@ use frontrow_schema::*;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::events::EventWritten;
-use super::{CommandErrorProblem, CommandState, idempotency_key, meta, position_header};
+use super::events::{EventWritten, write};
+use super::{CommandState, idempotency_key};
 use crate::domain::Command;
-use crate::writer::Request;
 
 pub(super) fn routes() -> Router<CommandState> {
     Router::new()
@@ -92,7 +91,7 @@ pub(super) async fn withhold(
         label: body.label,
         idempotency_key: key.clone(),
     };
-    send(state, event_id, &headers, key, command).await
+    write(state, event_id, &headers, key, command).await
 }
 
 /// Put withheld seats back on sale. For an event with a waiting room, admission goes on
@@ -123,25 +122,5 @@ pub(super) async fn return_seats(
         seats: body.seats,
         idempotency_key: key.clone(),
     };
-    send(state, event_id, &headers, key, command).await
-}
-
-async fn send(
-    state: CommandState,
-    event_id: EventId,
-    headers: &HeaderMap,
-    key: Option<String>,
-    command: Command,
-) -> Result<impl IntoResponse + use<>, Problem> {
-    let request = Request::Command {
-        event_id,
-        command,
-        meta: meta(headers, key),
-    };
-    let outcome = state.writers.send(request).await.map_err(CommandErrorProblem::from)?;
-    let body = EventWritten {
-        event_id,
-        position: outcome.position.map(|p| p.to_string()),
-    };
-    Ok((position_header(outcome.position), axum::Json(body)))
+    write(state, event_id, &headers, key, command).await
 }

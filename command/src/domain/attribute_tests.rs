@@ -1,39 +1,16 @@
 //! Seat attributes in best-available and organizer holds, decided on the pure domain: given /
 //! when / then, and property tests against a brute-force oracle.
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::Duration;
 use frontrow_schema::*;
 use proptest::prelude::*;
 use uuid::Uuid;
 
+use super::test_support::{self, *};
 use super::*;
-
-fn onsale() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2030, 6, 1, 10, 0, 0).unwrap()
-}
 
 fn event_id() -> EventId {
     EventId::from_uuid(Uuid::from_u128(0xA77))
-}
-
-fn organizer() -> OrganizerId {
-    OrganizerId::parse("org").unwrap()
-}
-
-fn fan(n: u64) -> CustomerId {
-    CustomerId::parse(&format!("fan{n}")).unwrap()
-}
-
-fn seat(id: &str) -> SeatId {
-    id.parse().unwrap()
-}
-
-fn seats(ids: &[&str]) -> Vec<SeatId> {
-    ids.iter().map(|s| seat(s)).collect()
-}
-
-fn rid(n: u128) -> ReservationId {
-    ReservationId::from_uuid(Uuid::from_u128(n))
 }
 
 /// Section `A`: row 1 of 10 seats has no attributes; row 2 of 10 has wheelchair spaces 1 and
@@ -54,24 +31,15 @@ fn map() -> SeatMap {
 
 fn info(seat_map: SeatMap) -> EventScheduled {
     EventScheduled {
-        event_id: event_id(),
-        organizer: organizer(),
         title: "Open Air".into(),
-        artist: "The Band".into(),
         venue: "Park".into(),
         city: "Utrecht".into(),
-        tags: vec![],
-        aliases: vec![],
-        starts_at: onsale() + Duration::days(30),
-        onsale_at: onsale(),
-        hold_minutes: HoldMinutes::new(10).unwrap(),
         max_seats_per_order: 6,
         max_seats_per_customer: Some(1000),
         // These tests set seats up one by one, leaving singles on purpose; the no-orphan rule
         // has tests of its own (orphan_tests.rs).
         allow_orphan_seats: true,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map,
+        ..test_support::info(event_id(), seat_map)
     }
 }
 
@@ -104,16 +72,13 @@ impl Sim {
     }
 
     fn exec(&mut self, command: Command, key: Option<&str>) -> Result<Vec<Event>, Rejection> {
-        let events = decide(
-            self.state.as_ref(),
-            event_id(),
-            &command,
-            onsale() + Duration::minutes(1),
-        )?;
-        for e in &events {
-            apply(&mut self.state, e, key);
-        }
-        Ok(events)
+        decide_and_apply(&mut self.state, event_id(), &command, at(1), key)
+    }
+
+    /// Fan `n` orders `selection` as reservation `n` and holds exactly the seats `expected`.
+    #[track_caller]
+    fn holds(&mut self, n: u64, selection: SeatSelection, expected: &[&str]) {
+        assert_eq!(self.reserve(n, u128::from(n), selection).unwrap(), seats(expected));
     }
 
     fn reserve(&mut self, who: u64, id: u128, selection: SeatSelection) -> Result<Vec<SeatId>, Rejection> {
@@ -192,6 +157,14 @@ fn accessible(count: u8, aisle: bool) -> SeatSelection {
     }
 }
 
+/// The refusal of an accessible order of `count` seats in section `A`.
+fn no_accessible_seats(count: u8) -> Rejection {
+    Rejection::NoAccessibleSeats {
+        section: section("A"),
+        count,
+    }
+}
+
 fn aisle_only(count: u8) -> SeatSelection {
     SeatSelection::BestWith {
         section: SectionCode::parse("A").unwrap(),
@@ -212,26 +185,11 @@ fn accessible_pair_is_a_wheelchair_space_and_its_companion_in_the_frontmost_row(
     let mut sim = Sim::new(map());
     // Row 1 has no wheelchair space; row 2's two pairs are equally far from the centre: the
     // first found wins, as in plain best-available.
-    assert_eq!(
-        sim.reserve(1, 1, accessible(2, false)).unwrap(),
-        seats(&["A-2-1", "A-2-2"])
-    );
-    assert_eq!(
-        sim.reserve(2, 2, accessible(2, false)).unwrap(),
-        seats(&["A-2-9", "A-2-10"])
-    );
+    sim.holds(1, accessible(2, false), &["A-2-1", "A-2-2"]);
+    sim.holds(2, accessible(2, false), &["A-2-9", "A-2-10"]);
     // Row 2 has none left: row 3's wheelchair space 6 with companion 5.
-    assert_eq!(
-        sim.reserve(3, 3, accessible(2, false)).unwrap(),
-        seats(&["A-3-5", "A-3-6"])
-    );
-    assert_eq!(
-        sim.reserve(4, 4, accessible(2, false)),
-        Err(Rejection::NoAccessibleSeats {
-            section: SectionCode::parse("A").unwrap(),
-            count: 2
-        })
-    );
+    sim.holds(3, accessible(2, false), &["A-3-5", "A-3-6"]);
+    assert_eq!(sim.reserve(4, 4, accessible(2, false)), Err(no_accessible_seats(2)));
     // Plain seats are still there for everyone else.
     assert_eq!(sim.state().counts.available, 24);
 }
@@ -242,10 +200,7 @@ fn a_larger_accessible_block_holds_the_pair_and_stays_closest_to_the_centre() {
     // Four seats with row 3's pair (5, 6): blocks 3-6, 4-7, 5-8; 4-7 is centred.
     sim.reserve(9, 9, accessible(2, false)).unwrap();
     sim.reserve(8, 8, accessible(2, false)).unwrap();
-    assert_eq!(
-        sim.reserve(1, 1, accessible(4, false)).unwrap(),
-        seats(&["A-3-4", "A-3-5", "A-3-6", "A-3-7"])
-    );
+    sim.holds(1, accessible(4, false), &["A-3-4", "A-3-5", "A-3-6", "A-3-7"]);
 }
 
 #[test]
@@ -255,13 +210,7 @@ fn an_accessible_block_needs_the_companion_inside_it() {
     sim.reserve(1, 1, SeatSelection::Explicit(seats(&["A-3-5"]))).unwrap();
     sim.reserve(2, 2, SeatSelection::Explicit(seats(&["A-2-2", "A-2-9"])))
         .unwrap();
-    assert_eq!(
-        sim.reserve(3, 3, accessible(3, false)),
-        Err(Rejection::NoAccessibleSeats {
-            section: SectionCode::parse("A").unwrap(),
-            count: 3
-        })
-    );
+    assert_eq!(sim.reserve(3, 3, accessible(3, false)), Err(no_accessible_seats(3)));
     assert_eq!(sim.state().counts.held, 3, "the refusal changed nothing");
 }
 
@@ -283,24 +232,12 @@ fn aisle_prefers_a_block_on_an_aisle_and_falls_back_to_any() {
     let mut sim = Sim::new(map());
     // Row 1's centre would be 4-6; on the aisle it is 1-3 (seat 1 is an aisle seat, and the
     // block at the other aisle, 8-10, is as far from the centre: the first wins).
-    assert_eq!(
-        sim.reserve(1, 1, aisle_only(3)).unwrap(),
-        seats(&["A-1-1", "A-1-2", "A-1-3"])
-    );
-    assert_eq!(
-        sim.reserve(2, 2, aisle_only(3)).unwrap(),
-        seats(&["A-1-8", "A-1-9", "A-1-10"])
-    );
+    sim.holds(1, aisle_only(3), &["A-1-1", "A-1-2", "A-1-3"]);
+    sim.holds(2, aisle_only(3), &["A-1-8", "A-1-9", "A-1-10"]);
     // Row 1 has no aisle left; row 2's aisle seats are wheelchair spaces, kept for accessible
     // orders, so the frontmost block without them: row 1's centre.
-    assert_eq!(
-        sim.reserve(3, 3, aisle_only(3)).unwrap(),
-        seats(&["A-1-4", "A-1-5", "A-1-6"])
-    );
-    assert_eq!(
-        sim.reserve(4, 4, aisle_only(3)).unwrap(),
-        seats(&["A-2-4", "A-2-5", "A-2-6"])
-    );
+    sim.holds(3, aisle_only(3), &["A-1-4", "A-1-5", "A-1-6"]);
+    sim.holds(4, aisle_only(3), &["A-2-4", "A-2-5", "A-2-6"]);
 }
 
 #[test]
@@ -315,19 +252,10 @@ fn an_aisle_block_comes_before_the_front_row() {
     sim.reserve(1, 1, aisle_only(3)).unwrap();
     sim.reserve(2, 2, aisle_only(3)).unwrap();
     // Row 1 has no aisle left: row 2's aisle blocks come next, before row 1's centre.
-    assert_eq!(
-        sim.reserve(3, 3, aisle_only(3)).unwrap(),
-        seats(&["A-2-1", "A-2-2", "A-2-3"])
-    );
-    assert_eq!(
-        sim.reserve(4, 4, aisle_only(3)).unwrap(),
-        seats(&["A-2-8", "A-2-9", "A-2-10"])
-    );
+    sim.holds(3, aisle_only(3), &["A-2-1", "A-2-2", "A-2-3"]);
+    sim.holds(4, aisle_only(3), &["A-2-8", "A-2-9", "A-2-10"]);
     // No aisle seat free anywhere (row 3 has none): the frontmost block closest to the centre.
-    assert_eq!(
-        sim.reserve(6, 6, aisle_only(3)).unwrap(),
-        seats(&["A-1-4", "A-1-5", "A-1-6"])
-    );
+    sim.holds(6, aisle_only(3), &["A-1-4", "A-1-5", "A-1-6"]);
 }
 
 #[test]
@@ -335,18 +263,9 @@ fn accessible_on_the_aisle_prefers_the_pair_at_the_aisle() {
     let mut sim = Sim::new(map());
     // Row 3's pair (5, 6) is not on an aisle: with `aisle` row 2's pairs go first anyway, then
     // row 3's is taken since nothing on an aisle is left.
-    assert_eq!(
-        sim.reserve(1, 1, accessible(2, true)).unwrap(),
-        seats(&["A-2-1", "A-2-2"])
-    );
-    assert_eq!(
-        sim.reserve(2, 2, accessible(2, true)).unwrap(),
-        seats(&["A-2-9", "A-2-10"])
-    );
-    assert_eq!(
-        sim.reserve(3, 3, accessible(2, true)).unwrap(),
-        seats(&["A-3-5", "A-3-6"])
-    );
+    sim.holds(1, accessible(2, true), &["A-2-1", "A-2-2"]);
+    sim.holds(2, accessible(2, true), &["A-2-9", "A-2-10"]);
+    sim.holds(3, accessible(2, true), &["A-3-5", "A-3-6"]);
 }
 
 #[test]
@@ -406,10 +325,7 @@ fn plain_best_available_keeps_wheelchair_spaces_until_nothing_else_is_left() {
     assert_eq!(sim.best(1, 2).unwrap(), seats(&["A-1-2", "A-1-3"]));
     assert_eq!(sim.best(2, 2).unwrap(), seats(&["A-1-6", "A-1-7"]));
     // A fan who asks gets the wheelchair space with its companion seat.
-    assert_eq!(
-        sim.reserve(3, 3, accessible(2, false)).unwrap(),
-        seats(&["A-1-4", "A-1-5"])
-    );
+    sim.holds(3, accessible(2, false), &["A-1-4", "A-1-5"]);
     sim.exec(
         Command::Release {
             customer: fan(3),
@@ -433,23 +349,14 @@ fn accessible_orders_follow_the_no_orphan_rule() {
     let row = || one_row(9, &[2, 5], &[1, 6]);
     let mut sim = Sim::no_orphans(row());
     sim.withhold(&["A-1-8"], "sound desk").unwrap();
-    assert_eq!(
-        sim.reserve(1, 1, accessible(2, false)).unwrap(),
-        seats(&["A-1-1", "A-1-2"])
-    );
+    sim.holds(1, accessible(2, false), &["A-1-1", "A-1-2"]);
     // Only 5-6 is left: it strands seat 7, but it is the only accessible pair, so it is taken.
-    assert_eq!(
-        sim.reserve(2, 2, accessible(2, false)).unwrap(),
-        seats(&["A-1-5", "A-1-6"])
-    );
+    sim.holds(2, accessible(2, false), &["A-1-5", "A-1-6"]);
 
     // With the rule off the centred pair wins.
     let mut sim = Sim::new(row());
     sim.withhold(&["A-1-8"], "sound desk").unwrap();
-    assert_eq!(
-        sim.reserve(1, 1, accessible(2, false)).unwrap(),
-        seats(&["A-1-5", "A-1-6"])
-    );
+    sim.holds(1, accessible(2, false), &["A-1-5", "A-1-6"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -819,6 +726,30 @@ fn attributes(seats: u16, candidates: &[u16], aisle_flags: &[bool]) -> SeatAttri
     a
 }
 
+/// [`map`] with its section `A` replaced by one row `1` of `seats` seats with `attributes`.
+fn row_map(seats: u16, attributes: &SeatAttributes) -> SeatMap {
+    let mut seat_map = map();
+    seat_map.sections[0].rows = vec![Row {
+        name: frontrow_schema::seatmap::RowName::parse("1").unwrap(),
+        seats,
+        tier: TierCode::parse("STD").unwrap(),
+        attributes: attributes.clone(),
+    }];
+    seat_map
+}
+
+/// Withholds the seats of row `A-1` marked `taken` (seat `n` is `taken[n - 1]`), if any.
+fn withhold_taken(sim: &mut Sim, taken: &[bool]) {
+    let taken_ids: Vec<String> = (1..=taken.len())
+        .filter(|&n| taken[n - 1])
+        .map(|n| format!("A-1-{n}"))
+        .collect();
+    if !taken_ids.is_empty() {
+        let ids: Vec<&str> = taken_ids.iter().map(String::as_str).collect();
+        sim.withhold(&ids, "taken").unwrap();
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -830,21 +761,10 @@ proptest! {
         (seats_in_row, candidates, aisle_flags, taken, count) in row_case()
     ) {
         let attrs = attributes(seats_in_row, &candidates, &aisle_flags);
-        let mut seat_map = map();
-        seat_map.sections[0].rows = vec![Row {
-            name: frontrow_schema::seatmap::RowName::parse("1").unwrap(),
-            seats: seats_in_row,
-            tier: TierCode::parse("STD").unwrap(),
-            attributes: attrs.clone(),
-        }];
+        let seat_map = row_map(seats_in_row, &attrs);
         prop_assert_eq!(seat_map.validate(), Ok(()));
         let mut sim = Sim::new(seat_map);
-        let taken_ids: Vec<String> =
-            (1..=seats_in_row).filter(|&n| taken[usize::from(n - 1)]).map(|n| format!("A-1-{n}")).collect();
-        if !taken_ids.is_empty() {
-            let ids: Vec<&str> = taken_ids.iter().map(String::as_str).collect();
-            sim.withhold(&ids, "taken").unwrap();
-        }
+        withhold_taken(&mut sim, &taken);
         let free = |n: u16| !taken[usize::from(n - 1)];
         let is_pair = |a: u16, b: u16| {
             (attrs.wheelchair.contains(&a) && attrs.companion.contains(&b))
@@ -878,20 +798,9 @@ proptest! {
         (seats_in_row, candidates, aisle_flags, taken, count) in row_case()
     ) {
         let attrs = attributes(seats_in_row, &candidates, &aisle_flags);
-        let mut seat_map = map();
-        seat_map.sections[0].rows = vec![Row {
-            name: frontrow_schema::seatmap::RowName::parse("1").unwrap(),
-            seats: seats_in_row,
-            tier: TierCode::parse("STD").unwrap(),
-            attributes: attrs.clone(),
-        }];
+        let seat_map = row_map(seats_in_row, &attrs);
         let mut sim = Sim::new(seat_map);
-        let taken_ids: Vec<String> =
-            (1..=seats_in_row).filter(|&n| taken[usize::from(n - 1)]).map(|n| format!("A-1-{n}")).collect();
-        if !taken_ids.is_empty() {
-            let ids: Vec<&str> = taken_ids.iter().map(String::as_str).collect();
-            sim.withhold(&ids, "taken").unwrap();
-        }
+        withhold_taken(&mut sim, &taken);
         let free = |n: u16| !taken[usize::from(n - 1)];
         let accessible_seat = |n: u16| attrs.wheelchair.contains(&n) || attrs.companion.contains(&n);
         let block = |start: u16| start..start + u16::from(count);

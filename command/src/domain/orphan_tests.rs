@@ -5,61 +5,27 @@
 //! random mixes of 1 to 6 seat orders and check the rule's promise and [`sellable`] against
 //! brute force.
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, Utc};
 use frontrow_schema::*;
 use proptest::prelude::*;
 use uuid::Uuid;
 
+use super::test_support::{self, seats as seat_ids, *};
 use super::*;
-
-fn onsale() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2030, 6, 1, 10, 0, 0).unwrap()
-}
 
 fn event_id() -> EventId {
     EventId::from_uuid(Uuid::from_u128(0x0E))
 }
 
-fn organizer() -> OrganizerId {
-    OrganizerId::parse("org").unwrap()
-}
-
-fn fan(n: u128) -> CustomerId {
-    CustomerId::parse(&format!("fan{n}")).unwrap()
-}
-
-fn seat_ids(ids: &[&str]) -> Vec<SeatId> {
-    ids.iter().map(|s| s.parse().unwrap()).collect()
-}
-
 /// One section `A` with rows `1..` of these lengths.
 fn info(rows: &[u16], max_per_order: u8, allow_orphan_seats: bool) -> EventScheduled {
-    let rows: Vec<_> = rows
-        .iter()
-        .enumerate()
-        .map(|(r, seats)| serde_json::json!({"name": (r + 1).to_string(), "seats": seats, "tier": "STD"}))
-        .collect();
     EventScheduled {
-        event_id: event_id(),
-        organizer: organizer(),
         title: "Every Seat".into(),
         artist: "The Pairs".into(),
-        venue: "Hall".into(),
         city: "Ghent".into(),
-        tags: vec![],
-        aliases: vec![],
-        starts_at: onsale() + Duration::days(30),
-        onsale_at: onsale(),
-        hold_minutes: HoldMinutes::new(10).unwrap(),
         max_seats_per_order: max_per_order,
-        max_seats_per_customer: None,
         allow_orphan_seats,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map: serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "STD", "name": "Standard", "price": 4000}],
-            "sections": [{"code": "A", "name": "Floor", "rows": rows}]
-        }))
-        .unwrap(),
+        ..test_support::info(event_id(), floor(rows))
     }
 }
 
@@ -72,10 +38,14 @@ struct Sale {
 impl Sale {
     fn new(info: EventScheduled) -> Self {
         let mut state = None;
-        let events = decide(None, event_id(), &Command::Schedule(Box::new(info)), onsale()).unwrap();
-        for e in &events {
-            apply(&mut state, e, None);
-        }
+        decide_and_apply(
+            &mut state,
+            event_id(),
+            &Command::Schedule(Box::new(info)),
+            onsale(),
+            None,
+        )
+        .unwrap();
         Self { state, orders: 0 }
     }
 
@@ -94,14 +64,11 @@ impl Sale {
             }
             sale.orders += 1;
             let held = Event::SeatsReserved(SeatsReserved {
-                reservation_id: ReservationId::from_uuid(Uuid::from_u128(sale.orders)),
+                reservation_id: rid(sale.orders),
                 customer: fan(sale.orders),
                 seats: taken,
                 hold_until: onsale() + Duration::minutes(10),
-                amount: Money {
-                    amount: 0,
-                    currency: Currency::parse("EUR").unwrap(),
-                },
+                amount: eur(0),
                 admission_ticket: None,
             });
             apply(&mut sale.state, &held, None);
@@ -118,18 +85,14 @@ impl Sale {
     }
 
     fn exec_at(&mut self, command: Command, now: DateTime<Utc>) -> Result<Vec<Event>, Rejection> {
-        let events = decide(self.state.as_ref(), event_id(), &command, now)?;
-        for e in &events {
-            apply(&mut self.state, e, None);
-        }
-        Ok(events)
+        decide_and_apply(&mut self.state, event_id(), &command, now, None)
     }
 
     fn reserve_command(&mut self, selection: SeatSelection) -> Command {
         self.orders += 1;
         Command::Reserve {
             customer: fan(self.orders),
-            reservation_id: ReservationId::from_uuid(Uuid::from_u128(self.orders)),
+            reservation_id: rid(self.orders),
             selection,
             idempotency_key: format!("k{}", self.orders),
             admission: None,
@@ -153,16 +116,8 @@ impl Sale {
 
     /// The provider reports reservation `id` paid in full.
     fn pay(&mut self, id: ReservationId) {
-        let amount = self.state().reservations[&id].amount;
-        self.exec(Command::PaymentSucceeded {
-            reservation_id: id,
-            payment: Payment {
-                provider_event_id: format!("evt_{id}"),
-                payment_intent: format!("pi_{id}"),
-                amount,
-            },
-        })
-        .unwrap();
+        let paid = paid_in_full(self.state(), id, id);
+        self.exec(paid).unwrap();
     }
 
     fn held(&mut self, command: Command) -> Result<Vec<SeatId>, Rejection> {
@@ -328,7 +283,7 @@ fn a_seat_alone_already_neither_blocks_a_selection_nor_counts_against_it() {
 fn a_late_payment_books_its_free_seats_even_where_they_now_strand_one() {
     let mut sale = Sale::given(&["......."], 6, false);
     assert_eq!(sale.pick(&["A-1-3", "A-1-4"]).unwrap().len(), 2);
-    let late = ReservationId::from_uuid(Uuid::from_u128(sale.orders));
+    let late = rid(sale.orders);
     let after_the_hold = onsale() + Duration::minutes(11);
     sale.exec_at(Command::Expire { reservation_id: late }, after_the_hold)
         .unwrap();
@@ -416,16 +371,6 @@ fn queued(sale: &mut Sale, fans: u128, max_shoppers: u32) {
     }
 }
 
-fn admitted(events: &[Event]) -> Vec<u64> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Queue(QueueEvent::Admitted(a)) => Some(a.ticket),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn admission_lets_in_one_fan_per_sellable_single() {
     // Three seats left, each alone (the organizer allowed it); orders of up to 4. A full order
@@ -454,7 +399,7 @@ fn a_waiting_room_selling_pairs_sells_out_and_tells_everyone_waiting() {
         for ticket in admitted(&events) {
             let who = sale.state().queue.as_ref().unwrap().tickets[&ticket].customer.clone();
             sale.orders += 1;
-            let id = ReservationId::from_uuid(Uuid::from_u128(sale.orders));
+            let id = rid(sale.orders);
             let held = sale.exec(Command::Reserve {
                 customer: who,
                 reservation_id: id,
@@ -496,7 +441,7 @@ fn only_singles_left_is_not_sold_out_until_they_are_sold() {
     for (ticket, seat) in [(1u64, "A-1-2"), (2, "A-1-6")] {
         sale.exec(Command::Reserve {
             customer: fan(1000 + u128::from(ticket)),
-            reservation_id: ReservationId::from_uuid(Uuid::from_u128(900 + u128::from(ticket))),
+            reservation_id: rid(900 + u128::from(ticket)),
             selection: SeatSelection::Explicit(seat_ids(&[seat])),
             idempotency_key: format!("single{ticket}"),
             admission: Some(ticket),
@@ -701,7 +646,7 @@ proptest! {
             for size in 1..=6u8 {
                 let probe = Command::Reserve {
                     customer: fan(u128::MAX),
-                    reservation_id: ReservationId::from_uuid(Uuid::from_u128(u128::MAX)),
+                    reservation_id: rid(u128::MAX),
                     selection: SeatSelection::BestAvailable {
                         section: SectionCode::parse("A").unwrap(),
                         count: size,

@@ -3,59 +3,30 @@
 
 use std::collections::{HashMap, HashSet};
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, Utc};
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
+use super::test_support::{self, *};
 use super::*;
 use crate::clock::{Clock, ManualClock};
 
 const ADMISSION_SECS: u32 = 600;
 
-fn onsale() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2030, 6, 1, 10, 0, 0).unwrap()
-}
-
 fn event_id() -> EventId {
     EventId::from_uuid(Uuid::from_u128(0xE0))
 }
 
-fn fan(n: u64) -> CustomerId {
-    CustomerId::parse(&format!("fan{n}")).unwrap()
-}
-
-fn organizer() -> OrganizerId {
-    OrganizerId::parse("org").unwrap()
-}
-
 /// An event of `rows` rows of `per_row` seats in section `A`, 4 seats per order at most.
 fn info(rows: usize, per_row: u16) -> EventScheduled {
-    let rows: Vec<_> = (1..=rows)
-        .map(|r| serde_json::json!({"name": r.to_string(), "seats": per_row, "tier": "STD"}))
-        .collect();
     EventScheduled {
-        event_id: event_id(),
-        organizer: organizer(),
         title: "Hot Onsale".into(),
         artist: "Everyone's Favourite".into(),
         venue: "Arena".into(),
         city: "Ghent".into(),
-        tags: vec![],
-        aliases: vec![],
-        starts_at: onsale() + Duration::days(30),
-        onsale_at: onsale(),
-        hold_minutes: HoldMinutes::new(10).unwrap(),
-        max_seats_per_order: 4,
-        max_seats_per_customer: None,
-        allow_orphan_seats: false,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map: serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "STD", "name": "Standard", "price": 4000}],
-            "sections": [{"code": "A", "name": "Floor", "rows": rows}]
-        }))
-        .unwrap(),
+        ..test_support::info(event_id(), floor(&vec![per_row; rows]))
     }
 }
 
@@ -103,15 +74,13 @@ impl Onsale {
     }
 
     fn exec(&mut self, command: Command) -> Result<Vec<Event>, Rejection> {
-        let events = decide(self.state.as_ref(), event_id(), &command, self.now())?;
         let key = match &command {
             Command::Reserve { idempotency_key, .. } => Some(idempotency_key.clone()),
             _ => None,
         };
-        for e in &events {
-            apply(&mut self.state, e, key.as_deref());
-            self.log.push((e.clone(), key.clone()));
-        }
+        let now = self.now();
+        let events = decide_and_apply(&mut self.state, event_id(), &command, now, key.as_deref())?;
+        self.log.extend(events.iter().map(|e| (e.clone(), key.clone())));
         Ok(events)
     }
 
@@ -139,17 +108,8 @@ impl Onsale {
     }
 
     fn pay(&mut self, id: u128) -> Vec<Event> {
-        let rid = ReservationId::from_uuid(Uuid::from_u128(id));
-        let amount = self.state().reservations[&rid].amount;
-        self.exec(Command::PaymentSucceeded {
-            reservation_id: rid,
-            payment: Payment {
-                provider_event_id: format!("evt_{id}"),
-                payment_intent: format!("pi_{id}"),
-                amount,
-            },
-        })
-        .unwrap()
+        let paid = paid_in_full(self.state(), rid(id), id);
+        self.exec(paid).unwrap()
     }
 
     /// Replaying the recorded log rebuilds the same waiting room, and so does its snapshot.
@@ -166,16 +126,6 @@ impl Onsale {
         assert_eq!(restored.queue, self.state().queue);
         assert_eq!(restored.counts, self.state().counts);
     }
-}
-
-fn admitted(events: &[Event]) -> Vec<u64> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Queue(QueueEvent::Admitted(a)) => Some(a.ticket),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]

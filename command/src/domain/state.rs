@@ -22,6 +22,19 @@ pub enum SeatState {
     Withheld,
 }
 
+impl SeatState {
+    /// The letter of this state in an availability map's row strings: `A`vailable, `H`eld,
+    /// `B`ooked or `W`ithheld.
+    pub fn letter(self) -> char {
+        match self {
+            SeatState::Available => 'A',
+            SeatState::Held(_) => 'H',
+            SeatState::Booked(_) => 'B',
+            SeatState::Withheld => 'W',
+        }
+    }
+}
+
 /// Where one reservation is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -126,6 +139,16 @@ pub struct EventSnapshot {
 }
 
 impl EventState {
+    /// Each seat's [`SeatState::letter`] by seat name: what an availability map of this state
+    /// shows.
+    pub fn seat_letters(&self) -> BTreeMap<String, char> {
+        self.seats
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (self.layout.seat_at(i as u32).to_string(), s.letter()))
+            .collect()
+    }
+
     /// What a snapshot keeps of this state.
     pub fn snapshot(&self) -> EventSnapshot {
         let mut reservations: Vec<Reservation> = self.reservations.values().cloned().collect();

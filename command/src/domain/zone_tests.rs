@@ -1,11 +1,11 @@
 //! General admission: reserving counts of places from a standing zone, decided on the pure
 //! domain (given / when / then), and a property test of the zone's invariants.
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
 use frontrow_schema::*;
 use proptest::prelude::*;
 use uuid::Uuid;
 
+use super::test_support::{self, seats as ids, section as code, *};
 use super::*;
 
 /// Price of a seat of section `A` and of a place of the `FLOOR` zone.
@@ -18,60 +18,23 @@ fn event_id() -> EventId {
     EventId::from_uuid(Uuid::from_u128(0x6A))
 }
 
-fn rid(n: u128) -> ReservationId {
-    ReservationId::from_uuid(Uuid::from_u128(n))
-}
-
-fn customer(name: &str) -> CustomerId {
-    CustomerId::parse(name).unwrap()
-}
-
-fn code(s: &str) -> SectionCode {
-    SectionCode::parse(s).unwrap()
-}
-
-fn ids(ids: &[&str]) -> Vec<SeatId> {
-    ids.iter().map(|s| s.parse().unwrap()).collect()
-}
-
-fn eur(amount: i64) -> Money {
-    Money {
-        amount,
-        currency: Currency::parse("EUR").unwrap(),
-    }
-}
-
-fn at(minutes: i64) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2030, 6, 1, 10, 0, 0).unwrap() + Duration::minutes(minutes)
-}
-
 /// Section `A`: one row of 4 seats; `FLOOR`: a standing zone of [`CAPACITY`] places.
 fn info(max_seats_per_customer: Option<u16>) -> EventScheduled {
+    let seat_map = serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "SEAT", "name": "Seated", "price": SEAT},
+                  {"code": "GA", "name": "Standing", "price": PLACE}],
+        "sections": [
+            {"code": "A", "name": "Seats", "rows": [{"name": "1", "seats": 4, "tier": "SEAT"}]},
+            {"code": "FLOOR", "name": "Floor", "standing": {"capacity": CAPACITY, "tier": "GA"}}
+        ]
+    }))
+    .unwrap();
     EventScheduled {
-        event_id: event_id(),
-        organizer: OrganizerId::parse("org").unwrap(),
         title: "Club Night".into(),
-        artist: "The Band".into(),
-        venue: "Hall".into(),
-        city: "Lyon".into(),
-        tags: vec![],
-        aliases: vec![],
         starts_at: at(240),
-        onsale_at: at(0),
-        hold_minutes: HoldMinutes::new(10).unwrap(),
         max_seats_per_order: MAX_PER_ORDER,
         max_seats_per_customer,
-        allow_orphan_seats: false,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map: serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "SEAT", "name": "Seated", "price": SEAT},
-                      {"code": "GA", "name": "Standing", "price": PLACE}],
-            "sections": [
-                {"code": "A", "name": "Seats", "rows": [{"name": "1", "seats": 4, "tier": "SEAT"}]},
-                {"code": "FLOOR", "name": "Floor", "standing": {"capacity": CAPACITY, "tier": "GA"}}
-            ]
-        }))
-        .unwrap(),
+        ..test_support::info(event_id(), seat_map)
     }
 }
 

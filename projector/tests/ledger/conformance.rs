@@ -31,6 +31,14 @@ pub async fn generated(partitions: u32, events: usize, commands: usize, seed: u6
     (dir, g)
 }
 
+/// Projects all of `journal` into `ledger`, `batch` records at a time.
+async fn catch_up(journal: &Arc<dyn Journal>, ledger: &Arc<dyn Ledger>, batch: usize) {
+    Projector::new(journal.clone(), ledger.clone(), batch)
+        .catch_up()
+        .await
+        .unwrap();
+}
+
 async fn ends(journal: &dyn Journal) -> BTreeMap<u32, u64> {
     let mut ends = BTreeMap::new();
     for p in 0..journal.partitions() {
@@ -141,10 +149,7 @@ pub async fn projects_a_generated_log(h: &dyn Harness) {
 pub async fn money_reconciles(h: &dyn Harness) {
     let (_dir, g) = generated(2, 4, 1200, 2).await;
     let ledger = h.ledger("money_reconciles").await;
-    Projector::new(g.journal.clone(), ledger.clone(), 64)
-        .catch_up()
-        .await
-        .unwrap();
+    catch_up(&g.journal, &ledger, 64).await;
     let audit = ledger.audit().await.unwrap();
     assert_eq!(audit.len(), 4);
     let mut refunds = 0;
@@ -214,19 +219,12 @@ pub async fn crash_mid_batch_then_restart_equals_fresh_replay(h: &dyn Harness) {
         let mut p = Projector::new(g.journal.clone(), crashed.clone(), 50);
         let _ = tokio::time::timeout(Duration::from_millis(1 + attempt % 7), p.catch_up()).await;
     }
-    let mut restarted = Projector::new(g.journal.clone(), crashed.clone(), 50);
-    restarted.catch_up().await.unwrap();
+    catch_up(&g.journal, &crashed, 50).await;
 
     let fresh = h.ledger("crash_fresh").await;
-    Projector::new(g.journal.clone(), fresh.clone(), 1000)
-        .catch_up()
-        .await
-        .unwrap();
+    catch_up(&g.journal, &fresh, 1000).await;
     let small = h.ledger("crash_small_batches").await;
-    Projector::new(g.journal.clone(), small.clone(), 7)
-        .catch_up()
-        .await
-        .unwrap();
+    catch_up(&g.journal, &small, 7).await;
     let want = fresh.dump().await.unwrap();
     assert!(want["money_entries"].len() > 10 && want["seat_history"].len() > 100);
     assert_eq!(crashed.dump().await.unwrap(), want);
@@ -308,10 +306,7 @@ pub async fn rebuild_while_writes_continue(h: &dyn Harness) {
     live.stop().await.unwrap();
 
     let fresh = h.ledger("rebuild_fresh").await;
-    Projector::new(journal.clone(), fresh.clone(), 500)
-        .catch_up()
-        .await
-        .unwrap();
+    catch_up(&journal, &fresh, 500).await;
     assert_eq!(serving.dump().await.unwrap(), fresh.dump().await.unwrap());
     assert_eq!(fresh.audit().await.unwrap().len(), g.states().count());
 }

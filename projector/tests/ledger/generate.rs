@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use frontrow_command::domain::{self, Command, EventState, ReservationStatus, SeatSelection, SeatState};
+use frontrow_command::writer::{Meta, record};
 use frontrow_journal::{Journal, Record};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::*;
@@ -142,24 +143,14 @@ impl Generator {
             _ => None,
         });
         let partition = partition_of(&event_id, self.journal.partitions());
-        for event in events {
-            let sequence = state.as_ref().map_or(1, |s| s.sequence + 1);
-            let envelope = Envelope {
-                id: Uuid::from_u64_pair(self.rng.random(), self.rng.random()),
-                event_id,
-                sequence,
-                time: self.now,
-                causation_id: None,
-                correlation_id: None,
-                idempotency_key: key.clone(),
-                event,
-            };
-            domain::apply(state, &envelope.event, key.as_deref());
-            self.pending.entry(partition).or_default().push(Record {
-                key: event_id.to_string().into_bytes(),
-                value: encode(&envelope),
-            });
-        }
+        let meta = Meta {
+            idempotency_key: key,
+            ..Meta::default()
+        };
+        let rng = &mut self.rng;
+        let new_id = || Uuid::from_u64_pair(rng.random(), rng.random());
+        let records = self.pending.entry(partition).or_default();
+        record(state, event_id, &events, self.now, &meta, new_id, records);
     }
 
     /// Appends what was decided, in batches like a writer's group commit.

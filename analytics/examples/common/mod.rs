@@ -1,0 +1,133 @@
+//! What the analytics benchmarks share: their big seat map, the bench event, and the facts of
+//! one seat pair held by a random fan and then released or booked, numbered in order.
+
+use chrono::{DateTime, Duration, Utc};
+use frontrow_command::writer::Meta;
+use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::*;
+use rand::Rng;
+use rand::rngs::StdRng;
+
+/// Rows per section of [`seat_map`], and seats per row.
+pub const ROWS: u32 = 25;
+pub const PER_ROW: u16 = 20;
+
+/// `sections` sections of [`ROWS`] rows of [`PER_ROW`] seats; the first five rows Gold.
+pub fn seat_map(sections: u32) -> SeatMap {
+    let sections: Vec<_> = (1..=sections)
+        .map(|s| {
+            let rows: Vec<_> = (1..=ROWS)
+                .map(|r| serde_json::json!({"name": format!("R{r}"), "seats": PER_ROW, "tier": if r <= 5 { "GOLD" } else { "STD" }}))
+                .collect();
+            serde_json::json!({"code": format!("S{s}"), "name": format!("Section {s}"), "rows": rows})
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "GOLD", "name": "Gold", "price": 12000}, {"code": "STD", "name": "Standard", "price": 5000}],
+        "sections": sections
+    }))
+    .expect("a valid map")
+}
+
+/// A bench event on `map`, in euros.
+pub fn bench_event(
+    event: EventId,
+    map: SeatMap,
+    onsale_at: DateTime<Utc>,
+    starts_at: DateTime<Utc>,
+) -> anyhow::Result<EventScheduled> {
+    Ok(EventScheduled {
+        event_id: event,
+        organizer: OrganizerId::parse("bench")?,
+        title: format!("Bench {event}"),
+        artist: "Load".into(),
+        venue: "Arena".into(),
+        city: "Lyon".into(),
+        tags: vec![],
+        aliases: vec![],
+        starts_at,
+        onsale_at,
+        hold_minutes: HoldMinutes::DEFAULT,
+        max_seats_per_order: 6,
+        max_seats_per_customer: None,
+        // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
+        allow_orphan_seats: true,
+        currency: Currency::parse("EUR")?,
+        seat_map: map,
+    })
+}
+
+/// Numbers one event's facts from 1 and stamps each in a fresh envelope, as its writer would.
+pub struct Stamps {
+    event: EventId,
+    sequence: u64,
+}
+
+impl Stamps {
+    pub fn new(event: EventId) -> Self {
+        Self { event, sequence: 0 }
+    }
+
+    pub fn envelope(&mut self, fact: Event, now: DateTime<Utc>) -> Envelope {
+        self.sequence += 1;
+        Meta::default().envelope(uuid::Uuid::now_v7(), self.event, self.sequence, now, fact)
+    }
+}
+
+/// The seats from index `first` (two, or the last one alone) held by a random fan.
+pub struct Pair {
+    rid: ReservationId,
+    customer: CustomerId,
+    seats: Vec<SeatId>,
+    amount: Money,
+}
+
+impl Pair {
+    pub fn new(layout: &SeatLayout, first: u32, rng: &mut StdRng, currency: Currency) -> anyhow::Result<Self> {
+        let n = layout.len() as u32;
+        let seats: Vec<SeatId> = (first..(first + 2).min(n)).map(|i| layout.seat_at(i)).collect();
+        let amount: i64 = (first..(first + 2).min(n)).map(|i| layout.price_of(i)).sum();
+        Ok(Self {
+            rid: ReservationId::new(),
+            customer: CustomerId::parse(&format!("fan{}", rng.random_range(0..100_000)))?,
+            seats,
+            amount: Money { amount, currency },
+        })
+    }
+
+    /// The fan holds the pair from `now` for ten minutes.
+    pub fn reserved(&self, now: DateTime<Utc>) -> Event {
+        Event::SeatsReserved(SeatsReserved {
+            reservation_id: self.rid,
+            customer: self.customer.clone(),
+            seats: self.seats.clone(),
+            hold_until: now + Duration::minutes(10),
+            amount: self.amount,
+            admission_ticket: None,
+        })
+    }
+
+    pub fn released(self, reason: ReleaseReason) -> Event {
+        Event::SeatsReleased(SeatsReleased {
+            reservation_id: self.rid,
+            seats: self.seats,
+            reason,
+        })
+    }
+
+    /// The fan pays the hold in full.
+    pub fn booked(self) -> Event {
+        let rid = self.rid;
+        Event::SeatsBooked(SeatsBooked {
+            reservation_id: rid,
+            customer: self.customer,
+            seats: self.seats,
+            payment: Payment {
+                provider_event_id: format!("evt_{rid}"),
+                payment_intent: format!("pi_{rid}"),
+                amount: self.amount,
+            },
+            late: false,
+        })
+    }
+}

@@ -8,15 +8,13 @@
 //!
 //! The wire form is `fra1.<base64url(JSON claims)>.<base64url(MAC)>`.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use chrono::{DateTime, Utc};
 use frontrow_schema::{CustomerId, EventId};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::auth::Auth;
+use crate::auth::{Auth, encode_json, sign, verify_signed};
 
 const PREFIX: &str = "fra1";
 
@@ -70,12 +68,7 @@ impl Auth {
             ticket,
             expires: expires.timestamp(),
         };
-        let claims = B64.encode(serde_json::to_vec(&claims).expect("claims serialise"));
-        let mut mac = self.admission_mac();
-        mac.update(PREFIX.as_bytes());
-        mac.update(b".");
-        mac.update(claims.as_bytes());
-        format!("{PREFIX}.{claims}.{}", B64.encode(mac.finalize().into_bytes()))
+        sign(self.admission_mac(), PREFIX, &encode_json(&claims))
     }
 
     /// Checks an admission token for `customer` at `event_id` at time `now`: the signature
@@ -95,17 +88,8 @@ impl Auth {
         else {
             return Err(AdmissionError::Invalid);
         };
-        let sig = B64.decode(sig).map_err(|_| AdmissionError::Invalid)?;
-        let mut mac = self.admission_mac();
-        mac.update(PREFIX.as_bytes());
-        mac.update(b".");
-        mac.update(claims.as_bytes());
-        mac.verify_slice(&sig).map_err(|_| AdmissionError::Invalid)?;
-        let admission: Admission = B64
-            .decode(claims)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or(AdmissionError::Invalid)?;
+        let admission: Admission =
+            verify_signed(self.admission_mac(), PREFIX, claims, sig).map_err(|_| AdmissionError::Invalid)?;
         if admission.event_id != event_id {
             return Err(AdmissionError::OtherEvent);
         }
@@ -121,6 +105,8 @@ impl Auth {
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
     use secrecy::SecretString;
 
     use super::*;

@@ -20,6 +20,7 @@ use chrono::{DateTime, Utc};
 use frontrow_schema::{CustomerId, OrganizerId};
 use hmac::{Hmac, Mac};
 use secrecy::{ExposeSecret, SecretString};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -90,6 +91,48 @@ fn digest(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }
 
+/// Why a signed token `<head>.<body>.<signature>` was refused.
+pub(crate) enum Unsigned {
+    /// A part is not base64url, or the body not the JSON expected.
+    Malformed,
+    /// The signature is not `mac`'s over `<head>.<body>`.
+    BadSignature,
+}
+
+/// `value` as JSON in base64url, the body of a signed token.
+pub(crate) fn encode_json(value: &impl Serialize) -> String {
+    B64.encode(serde_json::to_vec(value).expect("claims serialise"))
+}
+
+/// The value of a base64url JSON part, or `None` when it is not one.
+fn decode_json<T: DeserializeOwned>(part: &str) -> Option<T> {
+    B64.decode(part).ok().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// The token `<head>.<body>.<signature>`, signed with `mac` over `<head>.<body>`.
+pub(crate) fn sign(mut mac: Hmac<Sha256>, head: &str, body: &str) -> String {
+    mac.update(head.as_bytes());
+    mac.update(b".");
+    mac.update(body.as_bytes());
+    format!("{head}.{body}.{}", B64.encode(mac.finalize().into_bytes()))
+}
+
+/// The body of a token `<head>.<body>.<signature>`, decoded from base64url JSON once the
+/// signature has proved `mac`'s over `<head>.<body>` (compared in constant time).
+pub(crate) fn verify_signed<T: DeserializeOwned>(
+    mut mac: Hmac<Sha256>,
+    head: &str,
+    body: &str,
+    signature: &str,
+) -> Result<T, Unsigned> {
+    let signature = B64.decode(signature).map_err(|_| Unsigned::Malformed)?;
+    mac.update(head.as_bytes());
+    mac.update(b".");
+    mac.update(body.as_bytes());
+    mac.verify_slice(&signature).map_err(|_| Unsigned::BadSignature)?;
+    decode_json(body).ok_or(Unsigned::Malformed)
+}
+
 impl Auth {
     pub fn new(
         token_secret: SecretString,
@@ -118,11 +161,7 @@ impl Auth {
             iat: Some(now.timestamp()),
             nbf: None,
         };
-        let claims = B64.encode(serde_json::to_vec(&claims).expect("claims serialise"));
-        let signing_input = format!("{header}.{claims}");
-        let mut mac = self.mac();
-        mac.update(signing_input.as_bytes());
-        format!("{signing_input}.{}", B64.encode(mac.finalize().into_bytes()))
+        sign(self.mac(), &header, &encode_json(&claims))
     }
 
     /// Verifies a customer token at time `now`.
@@ -135,26 +174,14 @@ impl Auth {
         let (Some(h), Some(c), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
             return Err(TokenError::Malformed);
         };
-        let header: Header = B64
-            .decode(h)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or(TokenError::Malformed)?;
+        let header: Header = decode_json(h).ok_or(TokenError::Malformed)?;
         if header.alg != "HS256" {
             return Err(TokenError::WrongAlgorithm(header.alg));
         }
-        let sig = B64.decode(sig).map_err(|_| TokenError::Malformed)?;
-        let mut mac = self.mac();
-        mac.update(h.as_bytes());
-        mac.update(b".");
-        mac.update(c.as_bytes());
-        // Constant-time comparison.
-        mac.verify_slice(&sig).map_err(|_| TokenError::BadSignature)?;
-        let claims: Claims = B64
-            .decode(c)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or(TokenError::Malformed)?;
+        let claims: Claims = verify_signed(self.mac(), h, c, sig).map_err(|e| match e {
+            Unsigned::Malformed => TokenError::Malformed,
+            Unsigned::BadSignature => TokenError::BadSignature,
+        })?;
         let now = now.timestamp();
         if claims.exp + LEEWAY_SECS <= now {
             return Err(TokenError::Expired);
@@ -200,10 +227,14 @@ impl<S: Send + Sync> FromRequestParts<S> for Customer {
             .ok()
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .ok_or_else(|| Problem::unauthorized("the Authorization header must be Bearer <token>"))?;
-        auth.verify(token.trim(), Utc::now())
-            .map(Customer)
-            .map_err(|e| Problem::unauthorized(e.to_string()))
+        verify_now(auth, token).map(Customer)
     }
+}
+
+/// The customer a bearer token names, verified now; a refused token is 401.
+fn verify_now(auth: &Auth, token: &str) -> Result<CustomerId, Problem> {
+    auth.verify(token.trim(), Utc::now())
+        .map_err(|e| Problem::unauthorized(e.to_string()))
 }
 
 /// The verified customer of a server-sent event stream: from `Authorization: Bearer <token>`,
@@ -228,9 +259,7 @@ impl<S: Send + Sync> FromRequestParts<S> for StreamCustomer {
             .ok_or_else(|| {
                 Problem::unauthorized("sign in: send Authorization: Bearer <token>, or ?access_token=<token>")
             })?;
-        auth.verify(token.trim(), Utc::now())
-            .map(StreamCustomer)
-            .map_err(|e| Problem::unauthorized(e.to_string()))
+        verify_now(auth, &token).map(StreamCustomer)
     }
 }
 

@@ -28,12 +28,10 @@ fn rec(key: &str, value: impl Into<Vec<u8>>) -> Record {
 /// Reads a whole partition from its start, following `next` across gaps.
 pub async fn read_all(j: &dyn Journal, partition: u32) -> Vec<crate::StoredRecord> {
     let end = j.end_offset(partition).await.unwrap();
-    let mut from = 0;
+    let mut scan = crate::Scan::new(j, partition, 0, end, 1000).retrying();
     let mut all = Vec::new();
-    while from < end {
-        let batch = j.read(partition, from, 1000).await.unwrap();
-        from = batch.next.max(from);
-        all.extend(batch.records);
+    while let Some(records) = scan.next_batch().await.unwrap() {
+        all.extend(records);
     }
     all
 }
@@ -319,21 +317,29 @@ pub async fn snapshot_history_finds_the_newest_within_a_bound(h: &dyn Harness) {
 #[macro_export]
 macro_rules! journal_conformance {
     ($harness:expr $(, #[$attr:meta])* $(,)?) => {
-        $crate::journal_conformance!(@cases [$(#[$attr])*] $harness;
+        $crate::conformance_tests!([$(#[$attr])*] $harness; {$crate::conformance};
             append_then_read, partitions_are_independent, read_from_offset_with_limit,
             empty_batches_and_bad_partitions, followers_see_new_appends,
             concurrent_appends_stay_atomic, appends_survive_reopen,
             snapshots_replace_and_survive_reopen, snapshot_history_finds_the_newest_within_a_bound);
     };
-    (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
-        $( $crate::journal_conformance!(@one $attrs $harness; $case); )*
-    };
-    (@one [$($attr:tt)*] $harness:expr; $case:ident) => {
+}
+
+/// Generates the tests of a conformance suite, for the suites' own macros (this crate's
+/// [`journal_conformance!`], the search index's): one `#[tokio::test]` per case, with the
+/// attributes in `[...]`, that calls `suite::case(&harness).await` on the harness expression,
+/// as in `conformance_tests!([#[ignore = "needs kafka"]] harness(); {my_crate::conformance}; a, b)`.
+#[macro_export]
+macro_rules! conformance_tests {
+    (@one [$($attr:tt)*] $harness:expr; {$($suite:tt)*}; $case:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         $($attr)*
         async fn $case() {
             let harness = $harness;
-            $crate::conformance::$case(&harness).await;
+            $($suite)*::$case(&harness).await;
         }
+    };
+    ($attrs:tt $harness:expr; $suite:tt; $($case:ident),* $(,)?) => {
+        $( $crate::conformance_tests!(@one $attrs $harness; $suite; $case); )*
     };
 }

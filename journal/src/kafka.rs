@@ -41,7 +41,10 @@ use rdkafka::{Offset as KafkaOffset, TopicPartitionList};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use crate::{Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord};
+use crate::{
+    Backend, Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord, blocking,
+    run_blocking,
+};
 
 /// How long a broker call may take before the journal reports it unavailable.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -224,7 +227,7 @@ impl KafkaJournal {
         let meta = consumer(&settings.brokers, "read_uncommitted")?;
         let found = {
             let (meta_topic, brokers) = (settings.topic.clone(), settings.brokers.clone());
-            tokio::task::spawn_blocking(move || -> Result<usize, JournalError> {
+            blocking(move || -> Result<usize, JournalError> {
                 let c = consumer(&brokers, "read_uncommitted")?;
                 // Metadata can lag a fresh topic by a moment.
                 let deadline = Instant::now() + CALL_TIMEOUT;
@@ -237,8 +240,7 @@ impl KafkaJournal {
                     std::thread::sleep(Duration::from_millis(100));
                 }
             })
-            .await
-            .map_err(|e| JournalError::Storage(e.to_string()))??
+            .await?
         };
         if found != settings.partitions as usize {
             return Err(JournalError::PartitionCountMismatch {
@@ -281,13 +283,12 @@ impl KafkaJournal {
 /// One replica per broker the cluster reports, at most 3.
 pub async fn default_replication(brokers: &str) -> Result<i32, JournalError> {
     let c = consumer(brokers, "read_uncommitted")?;
-    let n = tokio::task::spawn_blocking(move || {
+    let n = blocking(move || {
         c.fetch_metadata(None, CALL_TIMEOUT)
             .map(|md| md.brokers().len())
             .map_err(kafka_err)
     })
-    .await
-    .map_err(|e| JournalError::Storage(e.to_string()))??;
+    .await?;
     Ok((n as i32).clamp(1, 3))
 }
 
@@ -305,19 +306,26 @@ fn history_topic(topic: &str) -> String {
     format!("{topic}.snapshot-history")
 }
 
-/// A consumer that can read one whole snapshot record.
-fn snapshot_consumer(brokers: &str, group: &str) -> Result<BaseConsumer, JournalError> {
-    ClientConfig::new()
+/// The configuration of a consumer in `group` that can fetch one whole snapshot record.
+fn snapshot_config(brokers: &str, group: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", brokers)
         .set("group.id", group)
         .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("fetch.wait.max.ms", "20")
         .set("fetch.message.max.bytes", MAX_SNAPSHOT_BYTES.to_string())
         .set(
             "receive.message.max.bytes",
             (MAX_SNAPSHOT_BYTES + (1 << 20)).to_string(),
-        )
+        );
+    config
+}
+
+/// A consumer that can read one whole snapshot record, and answers soon at the end.
+fn snapshot_consumer(brokers: &str, group: &str) -> Result<BaseConsumer, JournalError> {
+    snapshot_config(brokers, group)
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "20")
         .create()
         .map_err(kafka_err)
 }
@@ -389,20 +397,15 @@ async fn poll_watermarks(inner: Weak<Inner>) {
     }
 }
 
-impl Inner {
-    fn check(&self, partition: u32) -> Result<(), JournalError> {
-        if partition < self.settings.partitions {
-            Ok(())
-        } else {
-            Err(JournalError::NoSuchPartition {
-                partition,
-                partitions: self.settings.partitions,
-            })
-        }
+impl Backend for Inner {
+    fn partition_count(&self) -> u32 {
+        self.settings.partitions
     }
+}
 
+impl Inner {
     async fn high_watermark(self: Arc<Self>, partition: u32) -> Result<Offset, JournalError> {
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             let topic = &self.settings.topic;
             let query = || self.meta.fetch_watermarks(topic, partition as i32, CALL_TIMEOUT);
             let watermarks = query().or_else(|_| {
@@ -414,7 +417,6 @@ impl Inner {
             watermarks.map(|(_, high)| high.max(0) as Offset).map_err(kafka_err)
         })
         .await
-        .map_err(|e| JournalError::Storage(e.to_string()))?
     }
 
     /// A transactional producer for `partition`, fencing whoever had it before.
@@ -455,15 +457,7 @@ impl Inner {
     /// The newest snapshot of `partition`: reads the (compacted) snapshot topic to its end.
     fn load_snapshot_blocking(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
         let topic = snapshot_topic(&self.settings.topic);
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &self.settings.brokers)
-            .set("group.id", "frontrow-snapshot-reader")
-            .set("enable.auto.commit", "false")
-            .set("fetch.message.max.bytes", MAX_SNAPSHOT_BYTES.to_string())
-            .set(
-                "receive.message.max.bytes",
-                (MAX_SNAPSHOT_BYTES + (1 << 20)).to_string(),
-            )
+        let c: BaseConsumer = snapshot_config(&self.settings.brokers, "frontrow-snapshot-reader")
             .create()
             .map_err(kafka_err)?;
         let (_, high) = c.fetch_watermarks(&topic, 0, CALL_TIMEOUT).map_err(kafka_err)?;
@@ -671,11 +665,10 @@ impl Journal for KafkaJournal {
     }
 
     async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.read_blocking(partition, from, max.max(1)))
-            .await
-            .map_err(|e| JournalError::Storage(e.to_string()))?
+        run_blocking(&self.inner, partition, move |inner| {
+            inner.read_blocking(partition, from, max.max(1))
+        })
+        .await
     }
 
     fn writes_commit_markers(&self) -> bool {
@@ -701,11 +694,10 @@ impl Journal for KafkaJournal {
     }
 
     async fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.load_snapshot_blocking(partition))
-            .await
-            .map_err(|e| JournalError::Storage(e.to_string()))?
+        run_blocking(&self.inner, partition, move |inner| {
+            inner.load_snapshot_blocking(partition)
+        })
+        .await
     }
 
     async fn save_snapshot_at(
@@ -734,11 +726,10 @@ impl Journal for KafkaJournal {
         partition: u32,
         bound: SnapshotBound,
     ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.snapshot_before_blocking(partition, bound))
-            .await
-            .map_err(|e| JournalError::Storage(e.to_string()))?
+        run_blocking(&self.inner, partition, move |inner| {
+            inner.snapshot_before_blocking(partition, bound)
+        })
+        .await
     }
 
     fn watch(&self, partition: u32) -> Result<watch::Receiver<Offset>, JournalError> {

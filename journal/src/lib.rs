@@ -8,11 +8,13 @@
 //! offset and follow new appends through [`Journal::watch`].
 //!
 //! [`SqliteJournal`] is the embedded implementation; a Kafka implementation sits behind the same
-//! trait. [`conformance`] is the one test suite every implementation must pass.
+//! trait. [`Scan`] reads a stretch of a partition up to an end. `conformance` (behind the
+//! `testsuite` feature) is the one test suite every implementation must pass.
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 
+#[cfg(feature = "testsuite")]
 pub mod conformance;
 mod kafka;
 mod metered;
@@ -141,6 +143,42 @@ impl JournalError {
     pub fn is_transient(&self) -> bool {
         matches!(self, JournalError::Storage(_))
     }
+}
+
+/// A backend's state, shared with the blocking tasks that do its storage calls.
+pub(crate) trait Backend: Send + Sync + 'static {
+    /// How many partitions the journal has.
+    fn partition_count(&self) -> u32;
+
+    /// `partition` if the journal has it, else [`JournalError::NoSuchPartition`].
+    fn check(&self, partition: u32) -> Result<(), JournalError> {
+        let partitions = self.partition_count();
+        if partition < partitions {
+            Ok(())
+        } else {
+            Err(JournalError::NoSuchPartition { partition, partitions })
+        }
+    }
+}
+
+/// Runs blocking storage work on tokio's blocking pool; a task that panicked is a storage error.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, JournalError> + Send + 'static,
+) -> Result<T, JournalError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| JournalError::Storage(e.to_string()))?
+}
+
+/// Checks that `backend` has `partition`, then runs blocking `work` on it (see [`blocking`]).
+pub(crate) async fn run_blocking<B: Backend, T: Send + 'static>(
+    backend: &std::sync::Arc<B>,
+    partition: u32,
+    work: impl FnOnce(&B) -> Result<T, JournalError> + Send + 'static,
+) -> Result<T, JournalError> {
+    backend.check(partition)?;
+    let backend = backend.clone();
+    blocking(move || work(&backend)).await
 }
 
 /// The event log.
@@ -308,6 +346,66 @@ impl Follower {
                 return None;
             }
         }
+    }
+}
+
+/// Reads one partition from an offset up to an end offset, a batch at a time: the loop of every
+/// reader that replays a stretch of the journal (a restore, a replay, time travel).
+pub struct Scan<'a> {
+    journal: &'a dyn Journal,
+    partition: u32,
+    next: Offset,
+    end: Offset,
+    batch: usize,
+    /// Whether an empty batch that does not move is read again rather than ending the scan.
+    retry_stalls: bool,
+}
+
+impl<'a> Scan<'a> {
+    /// A scan of `partition` from offset `from` until offset `end`, reading up to `batch`
+    /// records at a time.
+    pub fn new(journal: &'a dyn Journal, partition: u32, from: Offset, end: Offset, batch: usize) -> Self {
+        Self {
+            journal,
+            partition,
+            next: from,
+            end,
+            batch,
+            retry_stalls: false,
+        }
+    }
+
+    /// Reads again where a batch is empty and does not move, rather than ending the scan there:
+    /// for readers that know every record before the end is committed (Kafka shows a committed
+    /// transaction's records a moment after the end offset grew).
+    pub fn retrying(mut self) -> Self {
+        self.retry_stalls = true;
+        self
+    }
+
+    /// Where the next read starts.
+    pub fn position(&self) -> Offset {
+        self.next
+    }
+
+    /// The records of the next batch that has any, in order; the last batch may hold records at
+    /// or past the end. `None` once the scan has reached the end, or, unless it is
+    /// [`retrying`](Self::retrying), where the visible records end for now: an empty batch that
+    /// does not move (an open Kafka transaction, whose records were not durable when the end was
+    /// taken either).
+    pub async fn next_batch(&mut self) -> Result<Option<Vec<StoredRecord>>, JournalError> {
+        while self.next < self.end {
+            let batch = self.journal.read(self.partition, self.next, self.batch).await?;
+            let moved = batch.next > self.next;
+            self.next = self.next.max(batch.next);
+            if !batch.records.is_empty() {
+                return Ok(Some(batch.records));
+            }
+            if !moved && !self.retry_stalls {
+                return Ok(None);
+            }
+        }
+        Ok(None)
     }
 }
 

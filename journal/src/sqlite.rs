@@ -24,7 +24,9 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::watch;
 
-use crate::{Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord};
+use crate::{
+    Backend, Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord, run_blocking,
+};
 
 /// How many snapshots per partition the history keeps unless told otherwise.
 pub const DEFAULT_SNAPSHOT_HISTORY: usize = 48;
@@ -55,6 +57,20 @@ fn storage(e: impl std::fmt::Display) -> JournalError {
     JournalError::Storage(e.to_string())
 }
 
+/// Opens (creating if needed) the SQLite file at `path` in WAL mode with `synchronous` (`FULL`:
+/// every commit is fsynced) and a 5 s busy timeout, and runs `schema` on it.
+fn open_wal(path: impl AsRef<Path>, synchronous: &str, schema: &str) -> Result<Connection, JournalError> {
+    let conn = Connection::open(path).map_err(storage)?;
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL;
+         PRAGMA synchronous = {synchronous};
+         PRAGMA busy_timeout = 5000;
+         {schema}"
+    ))
+    .map_err(storage)?;
+    Ok(conn)
+}
+
 impl SqliteJournal {
     /// Opens (creating if needed) the journal file at `path` with `partitions` partitions. An
     /// existing journal must have the same partition count, since it decides where events live.
@@ -62,12 +78,10 @@ impl SqliteJournal {
         if partitions == 0 {
             return Err(storage("a journal needs at least one partition"));
         }
-        let conn = Connection::open(path).map_err(storage)?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = FULL;
-             PRAGMA busy_timeout = 5000;
-             CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        let conn = open_wal(
+            path,
+            "FULL",
+            "CREATE TABLE IF NOT EXISTS journal_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS journal (
                  partition INTEGER NOT NULL,
                  offset    INTEGER NOT NULL,
@@ -75,8 +89,7 @@ impl SqliteJournal {
                  value     BLOB NOT NULL,
                  PRIMARY KEY (partition, offset)
              ) WITHOUT ROWID;",
-        )
-        .map_err(storage)?;
+        )?;
         let found: Option<String> = conn
             .query_row("SELECT value FROM journal_meta WHERE key = 'partitions'", [], |r| {
                 r.get(0)
@@ -121,24 +134,20 @@ impl SqliteJournal {
                 .map_err(storage)?;
         reader.execute_batch("PRAGMA busy_timeout = 5000;").map_err(storage)?;
         let ends = next.iter().map(|&n| watch::Sender::new(n)).collect();
-        let snapshots = Connection::open(format!("{}.snapshots", path.display())).map_err(storage)?;
-        snapshots
-            .execute_batch(
-                // A snapshot is a cache of what the journal already holds durably: one lost
-                // in a crash only means a longer replay, so it needs no fsync per write.
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA synchronous = NORMAL;
-                 PRAGMA busy_timeout = 5000;
-                 CREATE TABLE IF NOT EXISTS journal_snapshots (partition INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
-                 CREATE TABLE IF NOT EXISTS journal_snapshot_history (
-                     partition  INTEGER NOT NULL,
-                     last       INTEGER NOT NULL,
-                     stamped_ms INTEGER,
-                     bytes      BLOB NOT NULL,
-                     PRIMARY KEY (partition, last)
-                 );",
-            )
-            .map_err(storage)?;
+        let snapshots = open_wal(
+            format!("{}.snapshots", path.display()),
+            // A snapshot is a cache of what the journal already holds durably: one lost in a
+            // crash only means a longer replay, so it needs no fsync per write.
+            "NORMAL",
+            "CREATE TABLE IF NOT EXISTS journal_snapshots (partition INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS journal_snapshot_history (
+                 partition  INTEGER NOT NULL,
+                 last       INTEGER NOT NULL,
+                 stamped_ms INTEGER,
+                 bytes      BLOB NOT NULL,
+                 PRIMARY KEY (partition, last)
+             );",
+        )?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path: path.display().to_string(),
@@ -164,18 +173,13 @@ impl SqliteJournal {
     }
 }
 
-impl Inner {
-    fn check(&self, partition: u32) -> Result<(), JournalError> {
-        if partition < self.partitions {
-            Ok(())
-        } else {
-            Err(JournalError::NoSuchPartition {
-                partition,
-                partitions: self.partitions,
-            })
-        }
+impl Backend for Inner {
+    fn partition_count(&self) -> u32 {
+        self.partitions
     }
+}
 
+impl Inner {
     fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
         let mut w = self.writer.lock().map_err(storage)?;
         let first = w.next[partition as usize];
@@ -321,19 +325,14 @@ impl Inner {
 #[async_trait]
 impl Journal for SqliteJournal {
     async fn save_snapshot(&self, partition: u32, snapshot: Vec<u8>) -> Result<(), JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.save_snapshot(partition, snapshot))
-            .await
-            .map_err(storage)?
+        run_blocking(&self.inner, partition, move |inner| {
+            inner.save_snapshot(partition, snapshot)
+        })
+        .await
     }
 
     async fn load_snapshot(&self, partition: u32) -> Result<Option<Vec<u8>>, JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.load_snapshot(partition))
-            .await
-            .map_err(storage)?
+        run_blocking(&self.inner, partition, move |inner| inner.load_snapshot(partition)).await
     }
 
     async fn save_snapshot_at(
@@ -342,11 +341,10 @@ impl Journal for SqliteJournal {
         mark: SnapshotMark,
         snapshot: Vec<u8>,
     ) -> Result<(), JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.save_snapshot_at(partition, mark, snapshot))
-            .await
-            .map_err(storage)?
+        run_blocking(&self.inner, partition, move |inner| {
+            inner.save_snapshot_at(partition, mark, snapshot)
+        })
+        .await
     }
 
     async fn snapshot_before(
@@ -354,11 +352,10 @@ impl Journal for SqliteJournal {
         partition: u32,
         bound: SnapshotBound,
     ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.snapshot_before(partition, bound))
-            .await
-            .map_err(storage)?
+        run_blocking(&self.inner, partition, move |inner| {
+            inner.snapshot_before(partition, bound)
+        })
+        .await
     }
 
     fn partitions(&self) -> u32 {
@@ -366,19 +363,11 @@ impl Journal for SqliteJournal {
     }
 
     async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.append(partition, records))
-            .await
-            .map_err(storage)?
+        run_blocking(&self.inner, partition, move |inner| inner.append(partition, records)).await
     }
 
     async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
-        self.inner.check(partition)?;
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.read(partition, from, max))
-            .await
-            .map_err(storage)?
+        run_blocking(&self.inner, partition, move |inner| inner.read(partition, from, max)).await
     }
 
     async fn end_offset(&self, partition: u32) -> Result<Offset, JournalError> {

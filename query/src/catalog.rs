@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::Context;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Follower, Journal, Offset, Position, StoredRecord};
+use frontrow_journal::{Follower, Journal, Offset, Position, Scan, StoredRecord};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{Envelope, Event, EventId, SeatId, decode};
 use tokio::sync::{broadcast, watch};
@@ -260,21 +260,15 @@ impl Catalog {
             return Ok(None);
         }
         let partition = partition_of(event_id, self.partitions());
-        let mut at = from;
+        let mut scan = Scan::new(self.journal.as_ref(), partition, from, to, BATCH);
         let mut read = 0;
         let mut deltas = Vec::new();
-        while at < to {
-            let batch = self.journal.read(partition, at, BATCH).await?;
-            if batch.records.is_empty() && batch.next <= at {
-                break;
-            }
-            at = at.max(batch.next);
-            read += batch.records.len();
+        while let Some(records) = scan.next_batch().await? {
+            read += records.len();
             if read > limit {
                 return Ok(None);
             }
-            let envelopes: Vec<(Position, Envelope)> = batch
-                .records
+            let envelopes: Vec<(Position, Envelope)> = records
                 .iter()
                 .filter(|r| r.offset < to)
                 .filter_map(|r| {

@@ -354,18 +354,8 @@ mod tests {
             max_seats_per_customer: None,
             allow_orphan_seats: false,
             currency: Currency::parse("EUR").unwrap(),
-            seat_map: serde_json::from_value(serde_json::json!({
-                "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
-                          {"code": "STD", "name": "Standard", "price": 4500}],
-                "sections": [
-                    {"code": "A", "name": "Floor A", "rows": [
-                        {"name": "1", "seats": 4, "tier": "GOLD"},
-                        {"name": "2", "seats": 3, "tier": "STD"}]},
-                    {"code": "B", "name": "Balcony", "rows": [
-                        {"name": "1", "seats": 2, "tier": "STD"}]}
-                ]
-            }))
-            .unwrap(),
+            // The integration tests' small map: A (4 GOLD, 3 STD) and B (2 STD).
+            seat_map: serde_json::from_str(include_str!("../tests/query/small_map.json")).unwrap(),
         }
     }
 

@@ -21,7 +21,7 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, Offset, Position, SnapshotBound};
+use frontrow_journal::{Journal, JournalError, Offset, Position, Scan, SnapshotBound};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::snapshot::read_event_seats;
 use frontrow_schema::{Event, EventId, decode};
@@ -169,16 +169,12 @@ async fn replay(
     } else {
         None
     };
-    let Start { mut from, mut live } = start.unwrap_or(Start { from: 0, live: None });
-    while from < stop {
-        let batch = journal.read(partition, from, limits.batch.max(1)).await?;
-        if batch.records.is_empty() && batch.next <= from {
-            // The end is ahead but nothing is visible yet (an open Kafka transaction): what is
-            // not visible was not durable at the instant asked for either.
-            break;
-        }
-        from = from.max(batch.next);
-        for record in &batch.records {
+    let Start { from, mut live } = start.unwrap_or(Start { from: 0, live: None });
+    // What is not visible yet (an open Kafka transaction) was not durable at the instant asked
+    // for either: the scan ends there.
+    let mut scan = Scan::new(journal, partition, from, stop, limits.batch.max(1));
+    while let Some(records) = scan.next_batch().await? {
+        for record in &records {
             if record.offset >= stop {
                 return Ok(live);
             }
@@ -295,15 +291,10 @@ async fn last_change(
     let mut high = last + 1;
     while high > 0 {
         let low = high.saturating_sub(window);
-        let mut from = low;
         let mut found = None;
-        while from < high {
-            let batch = journal.read(partition, from, (high - from) as usize).await?;
-            if batch.records.is_empty() && batch.next <= from {
-                break;
-            }
-            from = from.max(batch.next);
-            for record in batch.records.iter().take_while(|r| r.offset < high) {
+        let mut scan = Scan::new(journal, partition, low, high, limits.batch.max(1));
+        while let Some(records) = scan.next_batch().await? {
+            for record in records.iter().take_while(|r| r.offset < high) {
                 *read += 1;
                 if *read > limits.max_records {
                     return Err(TravelError::TooDeep {

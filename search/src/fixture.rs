@@ -4,10 +4,14 @@
 //! Chinese, Persian, Arabic, Cyrillic, Greek) tour cities around the world; [`events`] spreads
 //! `n` events over them with a fixed pseudo-random sequence, so every run indexes the same
 //! documents. The first events pin down the cases the relevance tests name (Coldplay in
-//! Mumbai, BTS in Seoul, ...).
+//! Mumbai, BTS in Seoul, ...). [`scheduled`] and [`reserved`] build the journal facts the
+//! projector tests feed it.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use frontrow_schema::EventId;
+use frontrow_schema::{
+    Currency, CustomerId, Event, EventId, EventScheduled, HoldMinutes, Money, OrganizerId, ReservationId, SeatId,
+    SeatMap, SeatsReserved,
+};
 
 use crate::index::EventDoc;
 
@@ -613,3 +617,41 @@ pub const QUERY_CLASSES: &[QueryClass] = &[
         ],
     },
 ];
+
+/// An event of `seat_map`: "Night" by "Band" at "Hall", Lyon, on 1 June 2027 (on sale from
+/// 1 March), in EUR, up to 6 seats an order. A test changes what it needs with `..scheduled()`.
+pub fn scheduled(event_id: EventId, seat_map: SeatMap) -> EventScheduled {
+    EventScheduled {
+        event_id,
+        organizer: OrganizerId::parse("acme").expect("a valid organizer id"),
+        title: "Night".into(),
+        artist: "Band".into(),
+        venue: "Hall".into(),
+        city: "Lyon".into(),
+        tags: vec![],
+        aliases: vec![],
+        starts_at: Utc.with_ymd_and_hms(2027, 6, 1, 20, 0, 0).unwrap(),
+        onsale_at: Utc.with_ymd_and_hms(2027, 3, 1, 10, 0, 0).unwrap(),
+        hold_minutes: HoldMinutes::DEFAULT,
+        max_seats_per_order: 6,
+        max_seats_per_customer: None,
+        allow_orphan_seats: false,
+        currency: Currency::parse("EUR").expect("a valid currency"),
+        seat_map,
+    }
+}
+
+/// Customer "fan" holding `seats` for nothing until `hold_until`.
+pub fn reserved(reservation_id: ReservationId, seats: Vec<SeatId>, hold_until: DateTime<Utc>) -> Event {
+    Event::SeatsReserved(SeatsReserved {
+        reservation_id,
+        customer: CustomerId::parse("fan").expect("a valid customer id"),
+        seats,
+        hold_until,
+        amount: Money {
+            amount: 0,
+            currency: Currency::parse("EUR").expect("a valid currency"),
+        },
+        admission_ticket: None,
+    })
+}

@@ -5,7 +5,8 @@
 //! versioned indexes behind an alias so a rebuild can be swapped in. It has two
 //! implementations: [`TantivyIndex`], embedded in the data directory (the default), and
 //! [`OpenSearchIndex`], which speaks the Elasticsearch REST API (tested against OpenSearch 2.19).
-//! [`conformance`] is the one suite both pass.
+//! `conformance` (behind the `testsuite` feature, with the `fixture` catalogue) is the one suite
+//! both pass.
 //!
 //! [`projector`] follows the journal and keeps the index current (one upsert per changed event
 //! per batch, position in the same write), [`api`] serves `GET /search` with a cache of recent
@@ -15,7 +16,9 @@
 //! how hits are highlighted.
 
 pub mod api;
+#[cfg(feature = "testsuite")]
 pub mod conformance;
+#[cfg(any(test, feature = "testsuite"))]
 pub mod fixture;
 mod index;
 mod opensearch;

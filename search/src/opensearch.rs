@@ -61,6 +61,15 @@ async fn ok_json(response: Result<Response, elasticsearch::Error>) -> Result<Val
     serde_json::from_str(&body).map_err(backend)
 }
 
+/// Like [`ok_json`], but a 404 (no such alias or document) is `None`.
+async fn json_unless_missing(response: Result<Response, elasticsearch::Error>) -> Result<Option<Value>, SearchError> {
+    let response = response.map_err(backend)?;
+    if response.status_code().as_u16() == 404 {
+        return Ok(None);
+    }
+    ok_json(Ok(response)).await.map(Some)
+}
+
 fn alternative(a: &Alternative) -> Value {
     let field = a.field.name();
     let query = match a.matching {
@@ -104,6 +113,17 @@ impl OpenSearchIndex {
 
     fn bump(&self) {
         self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Deletes the index or indexes `name` (a pattern may match several).
+    async fn delete_index(&self, name: &str) -> Result<(), SearchError> {
+        let response = self
+            .client
+            .indices()
+            .delete(IndicesDeleteParts::Index(&[name]))
+            .send()
+            .await;
+        ok_json(response).await.map(drop)
     }
 
     fn event_source(doc: &EventDoc) -> Result<Value, SearchError> {
@@ -243,12 +263,10 @@ impl SearchIndex for OpenSearchIndex {
             .indices()
             .get_alias(IndicesGetAliasParts::Name(&[&self.alias]))
             .send()
-            .await
-            .map_err(backend)?;
-        if response.status_code().as_u16() == 404 {
+            .await;
+        let Some(body) = json_unless_missing(response).await? else {
             return Ok(None);
-        }
-        let body = ok_json(Ok(response)).await?;
+        };
         Ok(body.as_object().and_then(|m| m.keys().next().cloned()))
     }
 
@@ -282,13 +300,7 @@ impl SearchIndex for OpenSearchIndex {
         ok_json(response).await?;
         self.bump();
         if let Some(old) = old.filter(|o| o != version) {
-            let response = self
-                .client
-                .indices()
-                .delete(IndicesDeleteParts::Index(&[&old]))
-                .send()
-                .await;
-            ok_json(response).await?;
+            self.delete_index(&old).await?;
         }
         info!(version, alias = %self.alias, "search alias swapped");
         Ok(())
@@ -361,12 +373,10 @@ impl SearchIndex for OpenSearchIndex {
             // What searches see: a document is visible once its bulk's refresh is done.
             .realtime(false)
             .send()
-            .await
-            .map_err(backend)?;
-        if response.status_code().as_u16() == 404 {
+            .await;
+        let Some(answer) = json_unless_missing(response).await? else {
             return Ok(None);
-        }
-        let answer = ok_json(Ok(response)).await?;
+        };
         if answer["found"].as_bool() != Some(true) {
             return Ok(None);
         }
@@ -387,13 +397,7 @@ impl SearchIndex for OpenSearchIndex {
 
     async fn destroy(&self) -> Result<(), SearchError> {
         let pattern = format!("{}-v*", self.alias);
-        let response = self
-            .client
-            .indices()
-            .delete(IndicesDeleteParts::Index(&[&pattern]))
-            .send()
-            .await;
-        ok_json(response).await?;
+        self.delete_index(&pattern).await?;
         self.bump();
         Ok(())
     }

@@ -328,6 +328,7 @@ mod tests {
     use frontrow_schema::*;
 
     use super::*;
+    use crate::fixture;
 
     fn record(offset: Offset, event_id: EventId, event: Event) -> StoredRecord {
         let envelope = Envelope {
@@ -363,38 +364,17 @@ mod tests {
     }
 
     fn scheduled(id: EventId, seat_map: SeatMap) -> Event {
-        Event::EventScheduled(EventScheduled {
-            event_id: id,
-            organizer: OrganizerId::parse("acme").unwrap(),
-            title: "Night".into(),
-            artist: "Band".into(),
-            venue: "Hall".into(),
-            city: "Lyon".into(),
-            tags: vec![],
-            aliases: vec![],
-            starts_at: Utc.with_ymd_and_hms(2027, 6, 1, 20, 0, 0).unwrap(),
-            onsale_at: Utc.with_ymd_and_hms(2027, 3, 1, 10, 0, 0).unwrap(),
-            hold_minutes: HoldMinutes::DEFAULT,
-            max_seats_per_order: 6,
-            max_seats_per_customer: None,
-            allow_orphan_seats: false,
-            currency: Currency::parse("EUR").unwrap(),
-            seat_map,
-        })
+        Event::EventScheduled(fixture::scheduled(id, seat_map))
     }
 
     fn hold(seats: &[&str]) -> Event {
-        Event::SeatsReserved(SeatsReserved {
-            reservation_id: ReservationId::new(),
-            customer: CustomerId::parse("fan").unwrap(),
-            seats: seats.iter().map(|s| s.parse().unwrap()).collect(),
-            hold_until: Utc.with_ymd_and_hms(2027, 3, 1, 10, 10, 0).unwrap(),
-            amount: Money {
-                amount: 0,
-                currency: Currency::parse("EUR").unwrap(),
-            },
-            admission_ticket: None,
-        })
+        let seats = seats.iter().map(|s| s.parse().unwrap()).collect();
+        fixture::reserved(ReservationId::new(), seats, until())
+    }
+
+    /// When the tests' holds end.
+    fn until() -> chrono::DateTime<Utc> {
+        Utc.with_ymd_and_hms(2027, 3, 1, 10, 10, 0).unwrap()
     }
 
     #[test]
@@ -425,21 +405,7 @@ mod tests {
         let id = EventId::new();
         let mut state = PartitionState::new(0, 1);
         let scheduled = scheduled(id, map(&[(2, "VIP"), (3, "STD")]));
-        let hold = Event::SeatsReserved(SeatsReserved {
-            reservation_id: ReservationId::new(),
-            customer: CustomerId::parse("fan").unwrap(),
-            seats: vec![
-                "A-1-1".parse().unwrap(),
-                "A-1-1".parse().unwrap(),
-                "Z-9-9".parse().unwrap(),
-            ],
-            hold_until: Utc.with_ymd_and_hms(2027, 3, 1, 10, 10, 0).unwrap(),
-            amount: Money {
-                amount: 0,
-                currency: Currency::parse("EUR").unwrap(),
-            },
-            admission_ticket: None,
-        });
+        let hold = hold(&["A-1-1", "A-1-1", "Z-9-9"]);
         let changed = state.apply(&[record(0, id, scheduled), record(1, id, hold)]);
         assert_eq!(
             changed.into_iter().collect::<Vec<_>>(),

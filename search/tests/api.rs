@@ -21,6 +21,19 @@ async fn index() -> (tempfile::TempDir, Arc<dyn SearchIndex>) {
     (dir, index)
 }
 
+/// The search router over a fresh [`index`].
+async fn app() -> (tempfile::TempDir, axum::Router) {
+    let (dir, index) = index().await;
+    (dir, router(index))
+}
+
+/// The page a search answers with 200.
+async fn page_ok(app: &axum::Router, uri: &str) -> SearchResponse {
+    let (status, _, body) = get(app, uri).await;
+    assert_eq!(status, StatusCode::OK);
+    serde_json::from_value(body).unwrap()
+}
+
 async fn get(app: &axum::Router, uri: &str) -> (StatusCode, axum::http::HeaderMap, serde_json::Value) {
     let response = app
         .clone()
@@ -35,8 +48,7 @@ async fn get(app: &axum::Router, uri: &str) -> (StatusCode, axum::http::HeaderMa
 
 #[tokio::test]
 async fn typos_find_the_artist_with_highlights_and_cache_headers() {
-    let (_dir, index) = index().await;
-    let app = router(index);
+    let (_dir, app) = app().await;
     let (status, headers, body) = get(&app, "/search?q=taylr%20swfit").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["cache-control"], "public, max-age=5, stale-while-revalidate=30");
@@ -54,11 +66,8 @@ async fn typos_find_the_artist_with_highlights_and_cache_headers() {
 
 #[tokio::test]
 async fn aliases_are_shown_and_zero_hits_suggest_artists() {
-    let (_dir, index) = index().await;
-    let app = router(index);
-    let (status, _, body) = get(&app, "/search?q=bangtan%20boys").await;
-    assert_eq!(status, StatusCode::OK);
-    let page: SearchResponse = serde_json::from_value(body).unwrap();
+    let (_dir, app) = app().await;
+    let page = page_ok(&app, "/search?q=bangtan%20boys").await;
     assert_eq!(page.hits[0].artist, "BTS");
     assert_eq!(page.hits[0].aliases, ["Bangtan Boys", "Bangtan Sonyeondan"]);
     assert!(page.suggestions.is_empty());
@@ -103,11 +112,8 @@ async fn a_change_to_the_index_empties_the_cache() {
 
 #[tokio::test]
 async fn filters_and_pages_apply() {
-    let (_dir, index) = index().await;
-    let app = router(index);
-    let (status, _, body) = get(&app, "/search?q=tour&city=seoul&from=2027-03-01&to=2028-06-30&page=1").await;
-    assert_eq!(status, StatusCode::OK);
-    let page: SearchResponse = serde_json::from_value(body).unwrap();
+    let (_dir, app) = app().await;
+    let page = page_ok(&app, "/search?q=tour&city=seoul&from=2027-03-01&to=2028-06-30&page=1").await;
     assert!(page.total > 0);
     assert!(page.hits.iter().all(|h| h.city == "Seoul"));
     assert!(
@@ -123,8 +129,7 @@ async fn filters_and_pages_apply() {
 
 #[tokio::test]
 async fn bad_searches_are_problems() {
-    let (_dir, index) = index().await;
-    let app = router(index);
+    let (_dir, app) = app().await;
     let long = "a".repeat(201);
     for (uri, status, kind) in [
         ("/search".to_owned(), 400, "empty-query"),

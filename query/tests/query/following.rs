@@ -9,7 +9,16 @@ use frontrow_schema::{EventId, ReleaseReason, ReservationId, SeatMapChanged};
 
 use crate::support::*;
 
-const WAIT: Duration = Duration::from_secs(5);
+/// The counts of a 9-seat map (such as [`small_map`]) with no seat withheld.
+fn nine_seats(available: u32, held: u32, booked: u32) -> SeatCounts {
+    SeatCounts {
+        total: 9,
+        available,
+        held,
+        booked,
+        withheld: 0,
+    }
+}
 
 /// Every section's counts match its letters, and the sections add up to the totals.
 fn assert_consistent(map: &AvailabilityMap) {
@@ -51,16 +60,7 @@ async fn the_map_follows_schedule_reserve_book_and_release() {
     assert_eq!(status("A-1-1"), Some(SeatStatus::Held));
     assert_eq!(status("A-1-3"), Some(SeatStatus::Available));
     assert_eq!(status("Z-1-1"), None);
-    assert_eq!(
-        catalog.counts(&event),
-        Some(SeatCounts {
-            total: 9,
-            available: 5,
-            held: 4,
-            booked: 0,
-            withheld: 0
-        })
-    );
+    assert_eq!(catalog.counts(&event), Some(nine_seats(5, 4, 0)));
 
     log.append(event, booked(r1, &["A-1-1", "A-1-2", "B-1-2"])).await;
     let last = log
@@ -68,16 +68,7 @@ async fn the_map_follows_schedule_reserve_book_and_release() {
         .await;
     assert!(catalog.wait_for(last, WAIT).await);
     let map = catalog.availability(&event).unwrap();
-    assert_eq!(
-        map.seats,
-        SeatCounts {
-            total: 9,
-            available: 6,
-            held: 0,
-            booked: 3,
-            withheld: 0
-        }
-    );
+    assert_eq!(map.seats, nine_seats(6, 0, 3));
     assert_eq!(map.position, last.to_string());
     let rows: Vec<&str> = map
         .sections
@@ -134,16 +125,7 @@ async fn counts_stay_consistent_across_many_changes_and_a_new_seat_map() {
         )
         .await;
     assert!(catalog.wait_for(last, WAIT).await);
-    assert_eq!(
-        catalog.counts(&event),
-        Some(SeatCounts {
-            total: 9,
-            available: 9,
-            held: 0,
-            booked: 0,
-            withheld: 0
-        })
-    );
+    assert_eq!(catalog.counts(&event), Some(nine_seats(9, 0, 0)));
     assert_eq!(catalog.details(&event).unwrap().seat_map, small_map());
 }
 
@@ -179,16 +161,7 @@ async fn undecodable_and_orphan_records_are_skipped() {
         .await;
     let catalog = log.catalog().await;
     assert!(catalog.wait_for(last, WAIT).await);
-    assert_eq!(
-        catalog.counts(&event),
-        Some(SeatCounts {
-            total: 9,
-            available: 8,
-            held: 1,
-            booked: 0,
-            withheld: 0
-        })
-    );
+    assert_eq!(catalog.counts(&event), Some(nine_seats(8, 1, 0)));
     assert_eq!(catalog.events().len(), 1);
 }
 

@@ -15,8 +15,6 @@ use utoipa::OpenApi;
 
 use crate::support::*;
 
-const WAIT: Duration = Duration::from_secs(5);
-
 struct Answer {
     status: StatusCode,
     headers: HeaderMap,
@@ -55,16 +53,6 @@ async fn get(catalog: &Arc<Catalog>, uri: &str, headers: &[(&str, &str)]) -> Ans
     let headers = response.headers().clone();
     let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
     Answer { status, headers, body }
-}
-
-/// A catalog following a log with one scheduled event, caught up.
-async fn one_event(map: frontrow_schema::SeatMap) -> (TestLog, Arc<Catalog>, EventId) {
-    let log = TestLog::new();
-    let event = EventId::new();
-    let pos = log.append(event, scheduled(event, "Night", at(1), map)).await;
-    let catalog = log.catalog().await;
-    assert!(catalog.wait_for(pos, WAIT).await);
-    (log, catalog, event)
 }
 
 #[tokio::test]
@@ -226,25 +214,18 @@ async fn bad_requests_are_problems() {
         .await
         .assert_problem(StatusCode::NOT_FOUND, "not-found");
 
-    for after in ["nope", "1", "1:x", "-1:0", "1:2:3"] {
-        let answer = get(&catalog, &format!("/events/{event}/availability?after={after}"), &[]).await;
-        answer.assert_problem(StatusCode::BAD_REQUEST, "bad-position");
-    }
-    let answer = get(
-        &catalog,
-        &format!("/events/{event}/availability?after={PARTITIONS}:0"),
-        &[],
-    )
-    .await;
-    answer.assert_problem(StatusCode::BAD_REQUEST, "bad-position");
-    for wait in ["10001", "x", "-5"] {
-        let answer = get(
-            &catalog,
-            &format!("/events/{event}/availability?after=0:0&wait_ms={wait}"),
-            &[],
-        )
-        .await;
-        answer.assert_problem(StatusCode::BAD_REQUEST, "bad-query");
+    let no_partition = format!("{PARTITIONS}:0");
+    let positions = ["nope", "1", "1:x", "-1:0", "1:2:3", &no_partition];
+    let waits = ["10001", "x", "-5"];
+    let bad_queries = (positions.iter().map(|after| (format!("after={after}"), "bad-position"))).chain(
+        waits
+            .iter()
+            .map(|wait| (format!("after=0:0&wait_ms={wait}"), "bad-query")),
+    );
+    for (query, kind) in bad_queries {
+        get(&catalog, &format!("/events/{event}/availability?{query}"), &[])
+            .await
+            .assert_problem(StatusCode::BAD_REQUEST, kind);
     }
 }
 

@@ -1,41 +1,41 @@
 //! Seat streams through the real router: a subscriber too far behind is dropped rather than
 //! buffered for, and resuming from its last id gives back every change it missed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
+use axum::response::Response;
 use frontrow_query::catalog::DELTA_BACKLOG;
-use frontrow_query::router;
+use frontrow_query::{Catalog, router};
 use frontrow_schema::{EventId, ReservationId};
 use futures::StreamExt;
 use tower::ServiceExt;
 
 use crate::support::*;
 
-const WAIT: Duration = Duration::from_secs(5);
-
 fn seat_frames(chunk: &[u8]) -> usize {
     String::from_utf8_lossy(chunk).matches("event: seat\n").count()
 }
 
+/// `GET /events/{event}/seats/stream{query}` on a fresh router, with `Last-Event-ID: last_id`
+/// when given.
+async fn open_stream(catalog: &Arc<Catalog>, event: EventId, query: &str, last_id: Option<String>) -> Response {
+    let mut request = Request::get(format!("/events/{event}/seats/stream{query}"));
+    if let Some(id) = last_id {
+        request = request.header("last-event-id", id);
+    }
+    router(catalog.clone())
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_seat_stream_too_far_behind_is_dropped_and_resumes_from_the_journal() {
-    let log = TestLog::new();
-    let event = EventId::new();
-    let pos = log
-        .append(event, scheduled(event, "Night", at(1), stadium(1, 1, 500)))
-        .await;
-    let catalog = log.catalog().await;
-    assert!(catalog.wait_for(pos, WAIT).await);
-    let open = |last_id: Option<String>| {
-        let mut request = Request::get(format!("/events/{event}/seats/stream"));
-        if let Some(id) = last_id {
-            request = request.header("last-event-id", id);
-        }
-        router(catalog.clone()).oneshot(request.body(Body::empty()).unwrap())
-    };
-    let response = open(None).await.unwrap();
+    let (log, catalog, event) = one_event(stadium(1, 1, 500)).await;
+    let response = open_stream(&catalog, event, "", None).await;
     assert_eq!(response.status(), 200);
     let mut body = response.into_body().into_data_stream();
     let first = tokio::time::timeout(WAIT, body.next()).await.unwrap().unwrap().unwrap();
@@ -64,7 +64,7 @@ async fn a_seat_stream_too_far_behind_is_dropped_and_resumes_from_the_journal() 
     );
 
     // Resuming after the snapshot: every change, once, read back from the journal.
-    let response = open(Some(snapshot_id)).await.unwrap();
+    let response = open_stream(&catalog, event, "", Some(snapshot_id)).await;
     let mut body = response.into_body().into_data_stream();
     let mut replayed = 0;
     while replayed < changes {
@@ -94,20 +94,13 @@ async fn a_seat_stream_resumes_from_the_query_string_and_the_header_wins() {
     let second = log.append(event, reserved(ReservationId::new(), &["S1-R1-2"])).await;
     let catalog = log.catalog().await;
     assert!(catalog.wait_for(second, WAIT).await);
-    let open = |query: &str, header: Option<String>| {
-        let mut request = Request::get(format!("/events/{event}/seats/stream{query}"));
-        if let Some(id) = header {
-            request = request.header("last-event-id", id);
-        }
-        router(catalog.clone()).oneshot(request.body(Body::empty()).unwrap())
-    };
-    let first_frame = |response: axum::response::Response| async move {
+    let first_frame = |response: Response| async move {
         let mut body = response.into_body().into_data_stream();
         let chunk = tokio::time::timeout(WAIT, body.next()).await.unwrap().unwrap().unwrap();
         String::from_utf8_lossy(&chunk).into_owned()
     };
 
-    let resumed = first_frame(open(&format!("?last_event_id={map}"), None).await.unwrap()).await;
+    let resumed = first_frame(open_stream(&catalog, event, &format!("?last_event_id={map}"), None).await).await;
     assert!(
         resumed.contains("event: seat\n") && !resumed.contains("snapshot"),
         "resumes with the first change, no snapshot: {resumed}"
@@ -118,9 +111,13 @@ async fn a_seat_stream_resumes_from_the_query_string_and_the_header_wins() {
     );
 
     let header_wins = first_frame(
-        open(&format!("?last_event_id={map}"), Some(first.to_string()))
-            .await
-            .unwrap(),
+        open_stream(
+            &catalog,
+            event,
+            &format!("?last_event_id={map}"),
+            Some(first.to_string()),
+        )
+        .await,
     )
     .await;
     assert!(
@@ -128,10 +125,10 @@ async fn a_seat_stream_resumes_from_the_query_string_and_the_header_wins() {
         "{header_wins}"
     );
 
-    let fresh = first_frame(open("", None).await.unwrap()).await;
+    let fresh = first_frame(open_stream(&catalog, event, "", None).await).await;
     assert!(fresh.contains("event: snapshot\n"), "{fresh}");
 
-    let bad = open("?last_event_id=yesterday", None).await.unwrap();
+    let bad = open_stream(&catalog, event, "?last_event_id=yesterday", None).await;
     assert_eq!(bad.status(), 400);
     let body = axum::body::to_bytes(bad.into_body(), usize::MAX).await.unwrap();
     assert!(String::from_utf8_lossy(&body).contains("bad-last-event-id"));

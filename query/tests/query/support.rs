@@ -12,6 +12,9 @@ use tempfile::TempDir;
 
 pub const PARTITIONS: u32 = 4;
 
+/// How long a test waits for the catalog to reach a position.
+pub const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A journal on disk that numbers each event's facts like the write side does.
 pub struct TestLog {
     _dir: TempDir,
@@ -81,6 +84,16 @@ impl TestLog {
     }
 }
 
+/// A catalog following a log with one scheduled event, caught up.
+pub async fn one_event(map: SeatMap) -> (TestLog, Arc<Catalog>, EventId) {
+    let log = TestLog::new();
+    let event = EventId::new();
+    let pos = log.append(event, scheduled(event, "Night", at(1), map)).await;
+    let catalog = log.catalog().await;
+    assert!(catalog.wait_for(pos, WAIT).await);
+    (log, catalog, event)
+}
+
 pub fn at(day: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, day, 20, 0, 0).unwrap()
 }
@@ -89,20 +102,10 @@ fn eur() -> Currency {
     Currency::parse("EUR").unwrap()
 }
 
-/// Two sections: `A` (row 1: 4 GOLD seats, row 2: 3 STD seats) and `B` (row 1: 2 STD seats).
+/// Two sections: `A` (row 1: 4 GOLD seats, row 2: 3 STD seats) and `B` (row 1: 2 STD seats),
+/// from `small_map.json`, which the crate's unit tests read too.
 pub fn small_map() -> SeatMap {
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
-                  {"code": "STD", "name": "Standard", "price": 4500}],
-        "sections": [
-            {"code": "A", "name": "Floor A", "rows": [
-                {"name": "1", "seats": 4, "tier": "GOLD"},
-                {"name": "2", "seats": 3, "tier": "STD"}]},
-            {"code": "B", "name": "Balcony", "rows": [
-                {"name": "1", "seats": 2, "tier": "STD"}]}
-        ]
-    }))
-    .unwrap()
+    serde_json::from_str(include_str!("small_map.json")).unwrap()
 }
 
 /// `sections` sections `S1..` of `rows` rows `R1..` of `seats` seats each.

@@ -17,6 +17,8 @@ use crate::index::*;
 
 mod projection;
 
+#[doc(hidden)]
+pub use frontrow_journal::conformance_tests;
 pub use projection::{rebuild_projects_the_journal_into_a_new_version, sell_outs_reach_the_available_filter};
 
 /// Opens indexes for the suite.
@@ -441,7 +443,7 @@ pub async fn a_rebuilt_version_is_swapped_in(h: &dyn Harness) {
 #[macro_export]
 macro_rules! search_conformance {
     ($(#[$attr:meta])* => $harness:expr) => {
-        $crate::search_conformance!(@cases [$(#[$attr])*] $harness;
+        $crate::conformance::conformance_tests!([$(#[$attr])*] $harness; {$crate::conformance};
             typos_prefixes_and_scripts_find_the_artist, query_classes_find_the_artist,
             zero_hits_suggest_the_closest_artists, fallbacks_rank_full_matches_first,
             unrelated_queries_do_not_flood,
@@ -449,18 +451,7 @@ macro_rules! search_conformance {
             a_rebuilt_version_is_swapped_in, sell_outs_reach_the_available_filter,
             rebuild_projects_the_journal_into_a_new_version);
     };
-    (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
-        $( $crate::search_conformance!(@one $attrs $harness; $case); )*
-    };
     ($harness:expr) => {
         $crate::search_conformance!(=> $harness);
-    };
-    (@one [$($attr:tt)*] $harness:expr; $case:ident) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        $($attr)*
-        async fn $case() {
-            let harness = $harness;
-            $crate::conformance::$case(&harness).await;
-        }
     };
 }

@@ -69,28 +69,21 @@ impl Drop for ScratchJournal {
 }
 
 fn scheduled(event_id: EventId, artist: &str, city: &str, seats: u16) -> Event {
+    let seat_map = serde_json::from_value(serde_json::json!({
+        "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900}, {"code": "STD", "name": "Standard", "price": 4500}],
+        "sections": [{"code": "A", "name": "Floor", "rows": [
+            {"name": "1", "seats": seats, "tier": "GOLD"}, {"name": "2", "seats": 1, "tier": "STD"}]}]
+    }))
+    .unwrap();
     Event::EventScheduled(EventScheduled {
-        event_id,
-        organizer: OrganizerId::parse("acme").unwrap(),
         title: format!("{artist} in {city}"),
         artist: artist.into(),
         venue: "Grand Hall".into(),
         city: city.into(),
-        tags: vec![],
         aliases: vec![format!("{artist} Ensemble 北极")],
         starts_at: Utc.with_ymd_and_hms(2027, 5, 1, 20, 0, 0).unwrap(),
         onsale_at: Utc.with_ymd_and_hms(2027, 2, 1, 10, 0, 0).unwrap(),
-        hold_minutes: HoldMinutes::DEFAULT,
-        max_seats_per_order: 6,
-        max_seats_per_customer: None,
-        allow_orphan_seats: false,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map: serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900}, {"code": "STD", "name": "Standard", "price": 4500}],
-            "sections": [{"code": "A", "name": "Floor", "rows": [
-                {"name": "1", "seats": seats, "tier": "GOLD"}, {"name": "2", "seats": 1, "tier": "STD"}]}]
-        }))
-        .unwrap(),
+        ..fixture::scheduled(event_id, seat_map)
     })
 }
 
@@ -108,17 +101,8 @@ fn seats(numbers: &[u16]) -> Vec<SeatId> {
 }
 
 fn reserved(reservation_id: ReservationId, numbers: &[u16]) -> Event {
-    Event::SeatsReserved(SeatsReserved {
-        reservation_id,
-        customer: CustomerId::parse("fan").unwrap(),
-        seats: seats(numbers),
-        hold_until: Utc.with_ymd_and_hms(2027, 2, 1, 10, 10, 0).unwrap(),
-        amount: Money {
-            amount: 0,
-            currency: Currency::parse("EUR").unwrap(),
-        },
-        admission_ticket: None,
-    })
+    let until = Utc.with_ymd_and_hms(2027, 2, 1, 10, 10, 0).unwrap();
+    fixture::reserved(reservation_id, seats(numbers), until)
 }
 
 fn released(reservation_id: ReservationId, numbers: &[u16]) -> Event {

@@ -193,11 +193,11 @@ struct WritersInner {
     /// A re-acquire after fencing is under way.
     reacquiring: Vec<std::sync::atomic::AtomicBool>,
     /// Held through each acquire of the partition, from the ownership check to serving, and
-    /// through each release until its writer has ended. Two
-    /// acquires at once (the group's assignment and a re-acquire after fencing) would each
-    /// restore a writer, and both writers would append through the process's one producer of
-    /// the partition: the journal fences other processes, not this process's own writers, so
-    /// the second writer's decisions would miss the first one's records.
+    /// through each release until its writer has ended. Two acquires at once (the group's
+    /// assignment and a re-acquire after fencing) would each restore a writer, and both writers
+    /// would append through the process's one producer of the partition: the journal fences
+    /// other processes, not this process's own writers, so the second writer's decisions would
+    /// miss the first one's records.
     acquiring: Vec<tokio::sync::Mutex<()>>,
 }
 

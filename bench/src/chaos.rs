@@ -561,13 +561,7 @@ fn outages(timelines: &[Timeline], faults: &[Fault]) -> Outages {
             match (served, began) {
                 (false, None) => began = Some(sent),
                 (true, Some(b)) => {
-                    // The latest fault that overlaps the outage (or ended at most 15 s before
-                    // it: a node coming back moves partitions too).
-                    let kind = faults
-                        .iter()
-                        .rev()
-                        .find(|f| f.at_s <= answered && b <= f.restored_s + 15.0)
-                        .map_or("none", |f| f.kind);
+                    let kind = charged_to(faults, b, answered);
                     let w = worst.entry(kind).or_default();
                     *w = w.max(answered - b);
                     if answered - b > 1.0 {
@@ -581,6 +575,22 @@ fn outages(timelines: &[Timeline], faults: &[Fault]) -> Outages {
     }
     long.sort_by(|a, b| a.1.total_cmp(&b.1));
     (worst, long)
+}
+
+/// The kind of fault an outage from `began` to `ended` is charged to: of the faults that overlap
+/// it (or ended at most 15 s before it: a node coming back moves partitions too), the latest one
+/// that had begun when the outage began (a second's slack: a fault's start is taken once its
+/// command returned); failing that, the first one that began during the outage. An outage that
+/// outlasts several faults is the first one's, not the last one's.
+fn charged_to(faults: &[Fault], began: f64, ended: f64) -> &'static str {
+    let overlaps = |f: &&Fault| f.at_s <= ended && began <= f.restored_s + 15.0;
+    faults
+        .iter()
+        .rev()
+        .filter(overlaps)
+        .find(|f| f.at_s <= began + 1.0)
+        .or_else(|| faults.iter().find(overlaps))
+        .map_or("none", |f| f.kind)
 }
 
 /// Acknowledged reservations whose seats the replayed log does not hold (or, paid, book) for
@@ -830,4 +840,54 @@ async fn check(
         outages,
         faults,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(kind: &'static str, at_s: f64, restored_s: f64) -> Fault {
+        Fault {
+            kind,
+            target: String::new(),
+            at_s,
+            restored_s,
+        }
+    }
+
+    #[test]
+    fn an_outage_is_charged_to_the_fault_it_began_under() {
+        // Seed 21's long outage: it began as broker 3 was killed and lasted past a broker kill
+        // and a node kill that came later.
+        let faults = [
+            fault("kill-command", 132.3, 138.5),
+            fault("kill-broker", 173.6, 212.6),
+            fault("kill-broker", 227.5, 257.0),
+            fault("kill-command", 273.9, 278.2),
+        ];
+        assert_eq!(charged_to(&faults, 173.2, 282.0), "kill-broker");
+        // Within a fault's window, or up to 15 s after it, the fault it falls in.
+        assert_eq!(charged_to(&faults, 275.0, 279.0), "kill-command");
+        assert_eq!(charged_to(&faults, 150.0, 152.0), "kill-command");
+        // Beginning before any fault it overlaps: the first fault that began during it.
+        assert_eq!(charged_to(&faults, 160.0, 240.0), "kill-broker");
+        // Far from every fault.
+        assert_eq!(charged_to(&faults, 10.0, 12.0), "none");
+    }
+
+    #[test]
+    fn outages_are_timed_per_fan_from_the_first_unanswered_request() {
+        let faults = [fault("pause-command", 10.0, 14.0)];
+        let fan = Timeline {
+            attempts: vec![
+                (9.0, 9.1, true),
+                (10.5, 11.0, false),
+                (11.5, 12.0, false),
+                (12.5, 16.0, true),
+            ],
+        };
+        let (worst, long) = outages(&[fan], &faults);
+        assert_eq!(worst["pause-command"], 16.0 - 10.5);
+        assert_eq!(long, vec![("pause-command", 10.5, 16.0 - 10.5)]);
+    }
 }

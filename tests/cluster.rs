@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::Utc;
 use common::{
     ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, seats_lettered, send_json, spawn_listening,
-    state_letters, wait_until,
+    wait_until,
 };
 use frontrow_http::auth::Auth;
 use frontrow_journal::{KafkaJournal, KafkaSettings};
@@ -264,7 +264,7 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
     assert_eq!(seats_lettered(&map, 'H'), won.keys().cloned().collect::<BTreeSet<_>>());
     // And a replay of the topic agrees with the map.
     let states = replay(&log(&topic).await).await;
-    assert_eq!(state_letters(&states[&event]), seat_letters(&map));
+    assert_eq!(states[&event].seat_letters(), seat_letters(&map));
 
     // kill -9 the node that owns the event's partition: the other takes the partition over
     // (after the group's session timeout) and keeps every acknowledged reservation. A request

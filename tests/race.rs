@@ -116,7 +116,7 @@ async fn race(app: TestApp) {
     // The log agrees: replaying it gives the same map and exactly `successes` reservations.
     let replayed = app.replay().await;
     let state = &replayed[&event];
-    assert_eq!(state_letters(state), letters);
+    assert_eq!(state.seat_letters(), letters);
     assert_eq!(state.reservations.len(), successes);
     app.stop().await;
 }

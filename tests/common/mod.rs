@@ -483,25 +483,6 @@ pub fn seats_lettered(map: &Value, letter: char) -> BTreeSet<String> {
         .collect()
 }
 
-/// The same letters computed from a replayed domain state.
-pub fn state_letters(state: &EventState) -> BTreeMap<String, char> {
-    use frontrow_command::domain::SeatState;
-    state
-        .seats
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let c = match s {
-                SeatState::Available => 'A',
-                SeatState::Held(_) => 'H',
-                SeatState::Booked(_) => 'B',
-                SeatState::Withheld => 'W',
-            };
-            (state.layout.seat_at(i as u32).to_string(), c)
-        })
-        .collect()
-}
-
 /// One server-sent event.
 #[derive(Debug, Clone)]
 pub struct Sse {

@@ -326,19 +326,8 @@ async fn first_event(ledger: &dyn Ledger) -> EventId {
 #[macro_export]
 macro_rules! ledger_conformance {
     ($harness:expr $(, #[$attr:meta])* $(,)?) => {
-        $crate::ledger_conformance!(@cases [$(#[$attr])*] $harness;
+        frontrow_journal::conformance_tests!([$(#[$attr])*] $harness; {$crate::conformance};
             projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
             refuses_out_of_order_batches, rebuild_while_writes_continue);
-    };
-    (@cases $attrs:tt $harness:expr; $($case:ident),*) => {
-        $( $crate::ledger_conformance!(@one $attrs $harness; $case); )*
-    };
-    (@one [$($attr:tt)*] $harness:expr; $case:ident) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        $($attr)*
-        async fn $case() {
-            let harness = $harness;
-            $crate::conformance::$case(&harness).await;
-        }
     };
 }

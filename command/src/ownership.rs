@@ -137,18 +137,14 @@ impl ConsumerContext for GroupContext {
             let announce = self.announce.clone();
             let (directory, url) = (self.directory.clone(), self.node_url.clone());
             self.runtime.spawn(async move {
-                match writers.acquire_assigned(partition, assignment).await {
-                    // Released again before it was served: the new owner announces itself.
-                    Ok(false) => {}
-                    Ok(true) => {
-                        let key = partition.to_string();
-                        let record = BaseRecord::to(&directory).key(&key).payload(&url);
-                        if let Err((e, _)) = announce.send(record) {
-                            warn!(partition, error = %e, "could not announce ownership");
-                        }
-                        info!(partition, "partition acquired");
+                // Released again before it was served: the new owner announces itself.
+                if writers.acquire_until_served(partition, assignment).await {
+                    let key = partition.to_string();
+                    let record = BaseRecord::to(&directory).key(&key).payload(&url);
+                    if let Err((e, _)) = announce.send(record) {
+                        warn!(partition, error = %e, "could not announce ownership");
                     }
-                    Err(e) => warn!(partition, error = %e, "could not acquire assigned partition"),
+                    info!(partition, "partition acquired");
                 }
             });
         }

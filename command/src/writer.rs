@@ -312,6 +312,25 @@ impl Writers {
         Ok(true)
     }
 
+    /// [`acquire_assigned`](Self::acquire_assigned), tried again after each failure (the
+    /// brokers away, a leader moving) for as long as the assignment stands: a partition the
+    /// group gave this process is served as soon as the journal lets it be, not at the next
+    /// rebalance. Says whether this process serves the partition; `false` once it was
+    /// released.
+    pub async fn acquire_until_served(&self, partition: u32, assignment: u64) -> bool {
+        let mut pause = Duration::from_millis(250);
+        loop {
+            match self.acquire_assigned(partition, assignment).await {
+                Ok(served) => return served,
+                Err(e) => {
+                    warn!(partition, error = %e, retry_in = ?pause, "could not acquire assigned partition; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
     /// Stops serving `partition`: new requests are refused, the writer finishes the batch in
     /// hand (appended and answered) and exits.
     pub async fn release(&self, partition: u32) {
@@ -405,16 +424,8 @@ impl Writers {
             // Keep trying while the partition is still ours (e.g. the brokers are away); a
             // release in between ends the assignment this acquires for.
             let assignment = writers.inner.generations[partition as usize].load(Ordering::SeqCst);
-            while writers.inner.assigned[partition as usize].load(Ordering::SeqCst)
-                && writers.inner.generations[partition as usize].load(Ordering::SeqCst) == assignment
-            {
-                match writers.acquire_assigned(partition, assignment).await {
-                    Ok(_) => break,
-                    Err(e) => {
-                        warn!(partition, error = %e, "could not acquire the partition again; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                    }
-                }
+            if writers.inner.assigned[partition as usize].load(Ordering::SeqCst) {
+                writers.acquire_until_served(partition, assignment).await;
             }
             writers.inner.reacquiring[partition as usize].store(false, Ordering::SeqCst);
         });

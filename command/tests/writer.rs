@@ -26,6 +26,8 @@ struct Gate {
     fail_next: AtomicBool,
     /// Claims of a partition so far (each restore of a writer makes one).
     claims: AtomicUsize,
+    /// Claims still to fail, as while the brokers are away.
+    failing_claims: AtomicUsize,
 }
 
 #[async_trait]
@@ -37,6 +39,12 @@ impl Journal for Gate {
         self.claims.fetch_add(1, Ordering::SeqCst);
         // As slow as fencing through a Kafka coordinator, so that acquires overlap.
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let failing = self
+            .failing_claims
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if failing.is_ok() {
+            return Err(JournalError::Storage("brokers away".into()));
+        }
         self.inner.claim(partition).await
     }
     async fn append(&self, partition: u32, records: Vec<Record>) -> Result<Vec<Offset>, JournalError> {
@@ -75,6 +83,7 @@ fn gate(dir: &tempfile::TempDir) -> Arc<Gate> {
         closed: AtomicBool::new(false),
         fail_next: AtomicBool::new(false),
         claims: AtomicUsize::new(0),
+        failing_claims: AtomicUsize::new(0),
     })
 }
 
@@ -611,4 +620,36 @@ async fn two_acquires_of_a_partition_at_once_restore_one_writer() {
     let held = writers.send(reserve(id, "a", &["A-1-5"], "k1")).await.unwrap();
     let again = writers.send(get(id, "a", &held)).await.unwrap();
     assert_eq!(again.reservation, held.reservation);
+}
+
+/// An assigned partition whose acquire fails (the brokers away) is acquired as soon as the
+/// journal lets it, without waiting for the next rebalance; a release ends the retries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assigned_partition_is_acquired_once_the_journal_lets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let journal = gate(&dir);
+    journal.failing_claims.store(2, Ordering::SeqCst);
+    let writers = Writers::new(journal.clone(), clock.clone(), WriterConfig::default());
+    let assignment = writers.assign(0);
+    assert!(writers.acquire_until_served(0, assignment).await);
+    assert_eq!(
+        journal.claims.load(Ordering::SeqCst),
+        3,
+        "two failed claims, then the one that served"
+    );
+    assert!(writers.owns(0));
+
+    // Released while the journal still refuses: the retries stop and nothing is served.
+    writers.release(0).await;
+    journal.failing_claims.store(usize::MAX, Ordering::SeqCst);
+    let assignment = writers.assign(0);
+    let retrying = {
+        let writers = writers.clone();
+        tokio::spawn(async move { writers.acquire_until_served(0, assignment).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    writers.release(0).await;
+    assert!(!retrying.await.unwrap(), "a released assignment is not served");
+    assert!(!writers.owns(0));
 }

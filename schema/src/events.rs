@@ -224,8 +224,9 @@ pub struct SeatsWithheld {
     pub seats: Vec<SeatId>,
     /// Why, in the organizer's words (`house seats`, `camera position`).
     pub label: String,
-    /// A digest of the organizer's request (its kind, label and seats, whatever their order), present when it came
-    /// with an `Idempotency-Key` (in the envelope): a retry with that key is answered from it.
+    /// A digest of the organizer's request (its kind, label and seats, whatever their order),
+    /// present when it came with an `Idempotency-Key` (in the envelope): a retry with that key
+    /// is answered from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
 }

@@ -6,10 +6,11 @@
 //! withheld, changes nothing and is answered as done. A request with an `Idempotency-Key` is
 //! also remembered by that key (as a digest of what it asked): its retry changes nothing even
 //! when the seats were returned or withheld in between, and the key used for another request
-//! is refused. Such a request is written even when it changes no seat, so its key is kept. Only available seats can be withheld:
-//! a seat a customer holds or bought is refused by name, and so is one withheld under another
-//! label. Returned seats are available again, and the writer's next `AdvanceQueue` admits fans
-//! against them (or offers them to the waiting list of a sold-out event).
+//! is refused. Such a request is written even when it changes no seat, so its key is kept.
+//! Only available seats can be withheld: a seat a customer holds or bought is refused by name,
+//! and so is one withheld under another label. Returned seats are available again, and the
+//! writer's next `AdvanceQueue` admits fans against them (or offers them to the waiting list of
+//! a sold-out event).
 
 use frontrow_schema::*;
 

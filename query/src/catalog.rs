@@ -240,9 +240,15 @@ impl Catalog {
         self.partitions.get(partition as usize).map(|p| p.deltas.subscribe())
     }
 
-    /// Waits until `partition` applies anything new (for waiting-room status streams).
+    /// Waits until `partition` applies anything new.
     pub fn watch_applied(&self, partition: u32) -> Option<watch::Receiver<Offset>> {
         self.partitions.get(partition as usize).map(|p| p.applied.subscribe())
+    }
+
+    /// Waits for waiting-room facts of `event_id` that can change a fan's status (for the
+    /// status streams): first joins wake none.
+    pub fn watch_queue(&self, event_id: &EventId) -> Option<watch::Receiver<u64>> {
+        self.with_event(event_id, LiveEvent::watch_queue)
     }
 
     /// The seat changes of `event_id` recorded at offsets `from..to` of its partition, read

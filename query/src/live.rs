@@ -14,6 +14,8 @@ use frontrow_journal::Position;
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::snapshot::{EventSeats, ReservationStanding};
 use frontrow_schema::{Event, EventScheduled, QueueEvent, SeatId, SectionCode};
+use metrics::Gauge;
+use tokio::sync::watch;
 
 use crate::queue::QueueLive;
 
@@ -44,6 +46,11 @@ pub struct LiveEvent {
     queue: Option<QueueLive>,
     /// The last record that changed the waiting room: the version of every fan's status.
     queue_version: Option<Position>,
+    /// Counts the waiting-room facts that can change a fan's status stream (not first joins):
+    /// what the streams wait on, so a batch of joins wakes none of them.
+    queue_changes: watch::Sender<u64>,
+    /// The waiting room's gauges, looked up once.
+    queue_gauges: OnceLock<(Gauge, Gauge)>,
 }
 
 /// What applying one fact did.
@@ -69,6 +76,8 @@ impl LiveEvent {
             gzip: OnceLock::new(),
             queue: None,
             queue_version: None,
+            queue_changes: watch::Sender::new(0),
+            queue_gauges: OnceLock::new(),
         };
         event.reset_seats();
         event
@@ -136,11 +145,25 @@ impl LiveEvent {
     /// Records a waiting-room fact read at `at`, written at `time`.
     pub fn apply_queue(&mut self, event: &QueueEvent, at: Position, time: DateTime<Utc>) {
         let queue = self.queue.get_or_insert_with(QueueLive::default);
-        queue.apply(event, time);
+        if queue.apply(event, time) {
+            self.queue_changes.send_modify(|n| *n += 1);
+        }
         self.queue_version = Some(at);
-        let event_id = self.info.event_id.to_string();
-        metrics::gauge!("frontrow_queue_waiting", "event" => event_id.clone()).set(queue.waiting as f64);
-        metrics::gauge!("frontrow_queue_admitted", "event" => event_id).set(queue.admitted as f64);
+        let (waiting, admitted) = self.queue_gauges.get_or_init(|| {
+            let event_id = self.info.event_id.to_string();
+            (
+                metrics::gauge!("frontrow_queue_waiting", "event" => event_id.clone()),
+                metrics::gauge!("frontrow_queue_admitted", "event" => event_id),
+            )
+        });
+        waiting.set(queue.waiting as f64);
+        admitted.set(queue.admitted as f64);
+    }
+
+    /// Resolves on each waiting-room fact that can change a fan's status (see
+    /// [`QueueLive::apply`]).
+    pub fn watch_queue(&self) -> watch::Receiver<u64> {
+        self.queue_changes.subscribe()
     }
 
     /// The waiting room and its version, if the event has one.

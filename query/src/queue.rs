@@ -137,7 +137,22 @@ pub struct QueueLive {
 }
 
 impl QueueLive {
-    pub fn apply(&mut self, event: &QueueEvent, time: DateTime<Utc>) {
+    /// Applies one fact; answers whether it can change what a status stream shows to anyone but
+    /// a fan joining for the first time. A first join appends a fan behind everyone (or to the
+    /// unordered pre-queue) and leaves every other fan's place, wait and flags as they were,
+    /// and that fan's own stream opens after the join, so it wakes no stream. In a flash crowd
+    /// nearly every fact is a first join.
+    pub fn apply(&mut self, event: &QueueEvent, time: DateTime<Utc>) -> bool {
+        let first_join = match event {
+            QueueEvent::Joined(e) => !self.current.contains_key(&e.customer),
+            QueueEvent::WaitlistJoined(e) => !self.current.contains_key(&e.customer),
+            _ => false,
+        };
+        self.record(event, time);
+        !first_join
+    }
+
+    fn record(&mut self, event: &QueueEvent, time: DateTime<Utc>) {
         match event {
             QueueEvent::Opened(_) => {}
             QueueEvent::Joined(e) => {
@@ -333,5 +348,103 @@ mod tests {
         let last = q.status_of(&who(6)).unwrap();
         assert_eq!((last.ahead, last.eta_secs), (Some(1), Some(2)));
         assert_eq!(q.waiting, 2);
+    }
+
+    /// A random onsale's facts, made to be valid: fans join (before and after the draw),
+    /// rejoin after leaving, leave, are admitted, spend or lapse; the event sells out and a
+    /// waiting list forms.
+    fn random_facts(seed: u64, count: usize) -> Vec<QueueEvent> {
+        let mut rng = seed.max(1);
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let until = Utc.with_ymd_and_hms(2026, 3, 1, 11, 0, 0).unwrap();
+        let (mut facts, mut ticket, mut shuffled, mut sold_out) = (Vec::new(), 0, false, false);
+        let mut tickets: Vec<(u64, u64)> = Vec::new();
+        while facts.len() < count {
+            let n = next(12) + 1;
+            let customer = who(n);
+            let fact = match next(10) {
+                0..=4 => {
+                    ticket += 1;
+                    tickets.push((n, ticket));
+                    if sold_out {
+                        QueueEvent::WaitlistJoined(WaitlistJoined { customer, ticket })
+                    } else {
+                        QueueEvent::Joined(QueueJoined {
+                            customer,
+                            ticket,
+                            pre_queue: !shuffled,
+                        })
+                    }
+                }
+                5 if !shuffled => {
+                    shuffled = true;
+                    QueueEvent::Shuffled(QueueShuffled { seed, pre_queue: 0 })
+                }
+                9 if shuffled && !sold_out && facts.len() > count / 2 => {
+                    sold_out = true;
+                    QueueEvent::SoldOut(QueueSoldOut { waiting: 0 })
+                }
+                k if !tickets.is_empty() => {
+                    let (n, ticket) = tickets[next(tickets.len() as u64) as usize];
+                    let customer = who(n);
+                    match k {
+                        5 | 6 if sold_out => QueueEvent::WaitlistOffered(WaitlistOffered {
+                            customer,
+                            ticket,
+                            expires_at: until,
+                        }),
+                        5 | 6 => QueueEvent::Admitted(FanAdmitted {
+                            customer,
+                            ticket,
+                            expires_at: until,
+                        }),
+                        7 => QueueEvent::Left(QueueLeft { customer, ticket }),
+                        8 => QueueEvent::Lapsed(AdmissionLapsed { customer, ticket }),
+                        _ => QueueEvent::Spent(AdmissionSpent {
+                            customer,
+                            ticket,
+                            reservation_id: ReservationId::new(),
+                        }),
+                    }
+                }
+                _ => continue,
+            };
+            facts.push(fact);
+        }
+        facts
+    }
+
+    #[test]
+    fn only_a_fact_that_changes_someones_status_wakes_the_streams() {
+        let t0 = Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap();
+        let mut quiet = 0;
+        for seed in 1..=40 {
+            let mut q = QueueLive::default();
+            for (i, fact) in random_facts(seed, 300).into_iter().enumerate() {
+                let statuses = |q: &QueueLive| (1..=12).map(|n| q.status_of(&who(n))).collect::<Vec<_>>();
+                let before = statuses(&q);
+                let wakes = q.apply(&fact, t0 + chrono::Duration::seconds(i as i64));
+                if !wakes {
+                    quiet += 1;
+                    let after = statuses(&q);
+                    let changed: Vec<usize> = (0..12).filter(|&k| before[k] != after[k]).collect();
+                    // Only the joiner's own status appears, and it had none before.
+                    assert!(
+                        changed.len() <= 1,
+                        "seed {seed}, fact {i} ({fact:?}) changed {changed:?}"
+                    );
+                    for k in changed {
+                        assert_eq!(before[k], None, "seed {seed}, fact {i}: a rejoin must wake the streams");
+                    }
+                }
+            }
+        }
+        // Each of the 12 fans joins for the first time once per seed (or never).
+        assert!(quiet > 40 * 8, "the first joins were quiet ({quiet})");
     }
 }

@@ -17,7 +17,9 @@
 //! - **Queue stream** (`GET /events/{id}/queue/me/stream`): a `status` event whenever the
 //!   fan's place changes, id = the waiting room's version. A status is a state, not a delta:
 //!   a resuming client gets the current status only if the waiting room changed since its
-//!   `Last-Event-ID`, and a connection never sends the same status twice in a row.
+//!   `Last-Event-ID`, and a connection never sends the same status twice in a row. Streams
+//!   wait on their event's waiting room, not on the partition, and a fan's first join wakes
+//!   none of them: in a flash crowd the joins do not queue behind thousands of wakeups.
 //!
 //! Both send a keep-alive comment every [`HEARTBEAT`]. Nothing is buffered per connection
 //! beyond one applied batch: live seat changes come from a bounded broadcast, and a client
@@ -293,16 +295,16 @@ pub(crate) async fn my_queue_stream(
         return Err(not_in_queue(&catalog, &event_id));
     }
     let slot = slots.acquire(Some(StreamOwner::Customer(customer.clone())))?;
-    let partition = partition_of(&event_id, catalog.partitions());
-    let applied = catalog
-        .watch_applied(partition)
-        .ok_or_else(|| Problem::internal("no such partition"))?;
+    // Subscribed before the first read below, so no change after that read is missed.
+    let changes = catalog
+        .watch_queue(&event_id)
+        .ok_or_else(|| Problem::not_found(format!("there is no event {event_id}")))?;
     struct St {
         catalog: Arc<Catalog>,
         auth: Arc<Auth>,
         event_id: EventId,
         customer: CustomerId,
-        applied: tokio::sync::watch::Receiver<u64>,
+        changes: tokio::sync::watch::Receiver<u64>,
         last: Option<Position>,
         /// What this connection sent last, without its version: a change elsewhere in the
         /// queue that leaves this fan's status as it was is not sent again.
@@ -315,14 +317,14 @@ pub(crate) async fn my_queue_stream(
         auth,
         event_id,
         customer,
-        applied,
+        changes,
         last,
         sent: None,
         first: true,
     };
     let stream = futures::stream::unfold(st, |mut st| async move {
         loop {
-            if !st.first && st.applied.changed().await.is_err() {
+            if !st.first && st.changes.changed().await.is_err() {
                 return None;
             }
             st.first = false;

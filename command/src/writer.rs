@@ -536,6 +536,20 @@ struct Decided {
     is_read: bool,
 }
 
+impl Decided {
+    /// A read of one customer's reservation: nothing recorded.
+    fn read(event_id: EventId, customer: CustomerId, reservation_id: ReservationId) -> Self {
+        Self {
+            event_id,
+            recorded: vec![],
+            last_record: None,
+            reservation: Some((customer, reservation_id)),
+            queue_customer: None,
+            is_read: true,
+        }
+    }
+}
+
 impl Writer {
     async fn restore(&mut self) -> Result<(), JournalError> {
         // Fence any earlier writer first, so nothing lands behind the state restored here.
@@ -783,15 +797,17 @@ impl Writer {
             next: last + 1,
             events: self.events.values().map(EventState::snapshot).collect(),
         };
-        let bytes = match serde_json::to_vec(&snapshot) {
-            Ok(bytes) => bytes,
-            Err(e) => return warn!(partition = self.partition, error = %e, "snapshot not serialisable"),
-        };
         self.since_snapshot = 0;
         let (journal, partition) = (self.journal.clone(), self.partition);
         // The history is searched by time too: stamp the snapshot with its last record's time.
         let stamped_ms = self.last_time.map(frontrow_schema::snapshot::ceil_millis);
         self.saving = Some(tokio::spawn(async move {
+            // Encoded off the writer's task: appends go on while a large partition serialises.
+            let bytes = match tokio::task::spawn_blocking(move || serde_json::to_vec(&snapshot)).await {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(e)) => return warn!(partition, error = %e, "snapshot not serialisable"),
+                Err(e) => return warn!(partition, error = %e, "snapshot encoding did not finish"),
+            };
             let size = bytes.len();
             let mark = frontrow_journal::SnapshotMark { last, stamped_ms };
             match journal.save_snapshot_at(partition, mark, bytes).await {
@@ -848,6 +864,9 @@ impl Writer {
         }
     }
 
+    /// One batch, in three steps: decide every request against the memory (and move on the
+    /// waiting rooms it touched), make the batch's records durable in one append, then answer
+    /// each request from the state as it now is.
     #[tracing::instrument(name = "writer_batch", skip_all, fields(partition = self.partition, size = batch.len()))]
     async fn process(&mut self, batch: Vec<Msg>) {
         if self.needs_restore
@@ -858,6 +877,17 @@ impl Writer {
             return;
         }
         let now = self.clock.now();
+        let (pending, records) = self.decide_batch(batch, now);
+        let answers_wanted = pending.iter().any(|p| p.reply.is_some());
+        match self.commit(records, answers_wanted, now).await {
+            Ok(offsets) => self.reply(pending, &offsets),
+            Err(e) => self.refuse(pending.into_iter().filter_map(|p| p.reply), &e),
+        }
+    }
+
+    /// Decides every request of a batch in order, each seeing the state the ones before it
+    /// left, and collects the records to append.
+    fn decide_batch(&mut self, batch: Vec<Msg>, now: DateTime<Utc>) -> (Vec<Pending>, Vec<Record>) {
         let deciding = std::time::Instant::now();
         let mut records = Vec::new();
         let mut pending = Vec::with_capacity(batch.len());
@@ -869,14 +899,7 @@ impl Writer {
                     event_id,
                     customer,
                     reservation_id,
-                } => Ok(Decided {
-                    event_id,
-                    recorded: vec![],
-                    last_record: None,
-                    reservation: Some((customer, reservation_id)),
-                    queue_customer: None,
-                    is_read: true,
-                }),
+                } => Ok(Decided::read(event_id, customer, reservation_id)),
                 Request::Command {
                     event_id,
                     command,
@@ -898,82 +921,102 @@ impl Writer {
                 answer,
             });
         }
-        // Whatever the batch did to an event with a waiting room (a join, a hold that ended, a
-        // booking) may let fans in: move each such queue on in the same group commit.
+        self.advance_queues(touched, now, &mut records);
+        metrics::histogram!("frontrow_writer_decide_seconds").record(deciding.elapsed().as_secs_f64());
+        (pending, records)
+    }
+
+    /// Whatever a batch did to an event with a waiting room (a join, a hold that ended, a
+    /// booking) may let fans in: moves each such queue on in the same group commit, unless the
+    /// batch advanced it already.
+    fn advance_queues(&mut self, touched: Vec<(EventId, bool)>, now: DateTime<Utc>, records: &mut Vec<Record>) {
         for (event_id, advanced) in touched {
             if !advanced {
                 let advance = Command::AdvanceQueue { seed: rand::random() };
-                if let Err(e) = self.decide_one(event_id, &advance, Meta::default(), now, &mut records) {
+                if let Err(e) = self.decide_one(event_id, &advance, Meta::default(), now, records) {
                     warn!(partition = self.partition, %event_id, error = %e, "queue not advanced");
                 }
             }
         }
-        metrics::histogram!("frontrow_writer_decide_seconds").record(deciding.elapsed().as_secs_f64());
-        let offsets = if records.is_empty() {
-            if pending.iter().any(|p| p.reply.is_some())
-                && let Err(e) = self.confirm_current().await
-            {
-                self.refuse(pending.into_iter().filter_map(|p| p.reply), &e);
-                return;
+    }
+
+    /// Makes a batch's records durable and returns their offsets. A batch that recorded
+    /// nothing still confirms that this writer is current before its answers go out (they are
+    /// read from memory). A failed append marks the state for a restore: the memory holds
+    /// events the log does not.
+    async fn commit(
+        &mut self,
+        records: Vec<Record>,
+        answers_wanted: bool,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Offset>, JournalError> {
+        if records.is_empty() {
+            if answers_wanted {
+                self.confirm_current().await?;
             }
-            Vec::new()
-        } else {
-            match self.journal.append(self.partition, records).await {
-                Ok(offsets) => {
-                    self.last = offsets.last().copied().or(self.last);
-                    if let Some(&last) = offsets.last() {
-                        // Every envelope of the batch was stamped `now`.
-                        self.last_time = Some(now);
-                        self.known_end = last + 1;
-                        self.marker_pending = self.journal.writes_commit_markers();
-                    }
-                    self.since_snapshot += offsets.len() as u64;
-                    if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
-                        self.snapshot();
-                    }
-                    offsets
-                }
-                Err(e) => {
-                    error!(partition = self.partition, error = %e, "append failed; batch refused, state will be restored");
-                    self.needs_restore = true;
-                    self.refuse(pending.into_iter().filter_map(|p| p.reply), &e);
-                    return;
-                }
+            return Ok(Vec::new());
+        }
+        let offsets = match self.journal.append(self.partition, records).await {
+            Ok(offsets) => offsets,
+            Err(e) => {
+                error!(partition = self.partition, error = %e, "append failed; batch refused, state will be restored");
+                self.needs_restore = true;
+                return Err(e);
             }
         };
+        self.last = offsets.last().copied().or(self.last);
+        if let Some(&last) = offsets.last() {
+            // Every envelope of the batch was stamped `now`.
+            self.last_time = Some(now);
+            self.known_end = last + 1;
+            self.marker_pending = self.journal.writes_commit_markers();
+        }
+        self.since_snapshot += offsets.len() as u64;
+        if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
+            self.snapshot();
+        }
+        Ok(offsets)
+    }
+
+    /// Answers every request of a durable batch.
+    fn reply(&self, pending: Vec<Pending>, offsets: &[Offset]) {
         for p in pending {
             let Some(reply) = p.reply else { continue };
-            let answer = p.answer.and_then(|d| {
-                let offset = match d.last_record {
-                    Some(i) => offsets.get(i).copied(),
-                    None => self.last,
-                };
-                let target = d.reservation.as_ref().map(|(_, id)| *id);
-                let reservation = d.reservation.and_then(|(customer, id)| {
-                    let state = self.events.get(&d.event_id)?;
-                    let r = state.reservations.get(&id)?;
-                    (r.customer == customer).then(|| ReservationView::of(state, r))
-                });
-                let queue = d.queue_customer.and_then(|customer| {
-                    let state = self.events.get(&d.event_id)?;
-                    QueueTicketView::of(state, &customer)
-                });
-                match (d.is_read, target, &reservation) {
-                    (true, Some(id), None) => Err(Rejection::UnknownReservation(id).into()),
-                    _ => Ok(Outcome {
-                        event_id: d.event_id,
-                        recorded: d.recorded,
-                        position: offset.map(|offset| Position {
-                            partition: self.partition,
-                            offset,
-                        }),
-                        reservation,
-                        queue,
-                    }),
-                }
-            });
-            let _ = reply.send(answer);
+            let _ = reply.send(p.answer.and_then(|d| self.outcome(d, offsets)));
         }
+    }
+
+    /// What a decided request answers once its batch is durable: where its last record landed
+    /// (or the newest durable position when it wrote nothing), and the reservation or queue
+    /// ticket it was about, as they are now.
+    fn outcome(&self, d: Decided, offsets: &[Offset]) -> Result<Outcome, CommandError> {
+        let offset = match d.last_record {
+            Some(i) => offsets.get(i).copied(),
+            None => self.last,
+        };
+        let state = self.events.get(&d.event_id);
+        let target = d.reservation.as_ref().map(|(_, id)| *id);
+        let reservation = d.reservation.and_then(|(customer, id)| {
+            let state = state?;
+            let r = state.reservations.get(&id)?;
+            (r.customer == customer).then(|| ReservationView::of(state, r))
+        });
+        if let (true, Some(id), None) = (d.is_read, target, &reservation) {
+            return Err(Rejection::UnknownReservation(id).into());
+        }
+        let queue = d
+            .queue_customer
+            .and_then(|customer| QueueTicketView::of(state?, &customer));
+        Ok(Outcome {
+            event_id: d.event_id,
+            recorded: d.recorded,
+            position: offset.map(|offset| Position {
+                partition: self.partition,
+                offset,
+            }),
+            reservation,
+            queue,
+        })
     }
 
     fn decide_one(

@@ -65,11 +65,11 @@ pub struct ChildFrontRow {
     child: Option<Child>,
     data_dir: PathBuf,
     /// Holds the data directory until the harness is done with the journal.
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl ChildFrontRow {
-    /// Spawns `binary serve` and waits until it listens.
+    /// Spawns `binary serve` on a new data directory and waits until it listens.
     pub async fn start(binary: &Path) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir().context("creating a data directory")?;
         let data_dir = dir.path().join("data");
@@ -88,52 +88,7 @@ impl ChildFrontRow {
             ),
         )
         .context("writing the child's settings")?;
-        let mut command = clean_command(binary);
-        command
-            .env(
-                "FRONTROW_LOG",
-                std::env::var("FRONTROW_LOG").unwrap_or_else(|_| "warn,sqlx=error".into()),
-            )
-            .arg("--config")
-            .arg(&config)
-            .arg("--data-dir")
-            .arg(&data_dir)
-            .arg("serve")
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        let pid = child.id().context("the child has no pid")?;
-        let stdout = child.stdout.take().context("the child's stdout")?;
-        let mut lines = BufReader::new(stdout).lines();
-        let addr = tokio::time::timeout(START_TIMEOUT, async {
-            while let Some(line) = lines.next_line().await? {
-                if let Some(rest) = line.strip_prefix("FrontRow listening on http://") {
-                    return rest.trim().parse::<SocketAddr>().context("the child's address");
-                }
-            }
-            anyhow::bail!("the child ended before it listened")
-        })
-        .await;
-        let addr = match addr {
-            Ok(Ok(addr)) => addr,
-            failed => {
-                let _ = child.start_kill();
-                let status = child.wait().await.ok();
-                let cause = match failed {
-                    Ok(Err(e)) => e,
-                    _ => anyhow::anyhow!("it did not listen within {START_TIMEOUT:?}"),
-                };
-                return Err(cause.context(format!("{} serve did not start (exit: {status:?})", binary.display())));
-            }
-        };
-        // Keep reading its output, so that a full pipe never blocks it.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (child, pid, addr) = spawn(binary, &config, &data_dir).await?;
         Ok(Self {
             addr,
             pid,
@@ -141,8 +96,44 @@ impl ChildFrontRow {
             binary: binary.to_path_buf(),
             child: Some(child),
             data_dir,
-            _dir: dir,
+            dir,
         })
+    }
+
+    /// Starts the stopped (or killed) child again on the same data directory and settings; it
+    /// listens on a new port.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.child.is_none(), "stop the child before restarting it");
+        let config = self.dir.path().join("frontrow.toml");
+        let (child, pid, addr) = spawn(&self.binary, &config, &self.data_dir).await?;
+        (self.child, self.pid, self.addr) = (Some(child), pid, addr);
+        Ok(())
+    }
+
+    /// Kills the child with SIGKILL (no graceful stop, no last snapshot).
+    pub async fn kill(&mut self) -> anyhow::Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        child.start_kill().context("killing the child")?;
+        child.wait().await.context("waiting for the killed child")?;
+        Ok(())
+    }
+
+    /// Bytes of every file under the child's data directory.
+    pub fn data_dir_bytes(&self) -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+            entries
+                .flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => walk(&e.path()),
+                    Ok(_) => e.metadata().map(|m| m.len()).unwrap_or(0),
+                    Err(_) => 0,
+                })
+                .sum()
+        }
+        walk(&self.data_dir)
     }
 
     /// The child's resident memory, KiB (`VmRSS`), or `None` once it is gone.
@@ -190,6 +181,57 @@ impl ChildFrontRow {
         };
         frontrow::app::open_journal(&settings).await
     }
+}
+
+/// Spawns `binary serve` with `config` on `data_dir` and waits until it says where it listens.
+async fn spawn(binary: &Path, config: &Path, data_dir: &Path) -> anyhow::Result<(Child, u32, SocketAddr)> {
+    let mut command = clean_command(binary);
+    command
+        .env(
+            "FRONTROW_LOG",
+            std::env::var("FRONTROW_LOG").unwrap_or_else(|_| "warn,sqlx=error".into()),
+        )
+        .arg("--config")
+        .arg(config)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("serve")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let pid = child.id().context("the child has no pid")?;
+    let stdout = child.stdout.take().context("the child's stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let addr = tokio::time::timeout(START_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(rest) = line.strip_prefix("FrontRow listening on http://") {
+                return rest.trim().parse::<SocketAddr>().context("the child's address");
+            }
+        }
+        anyhow::bail!("the child ended before it listened")
+    })
+    .await;
+    let addr = match addr {
+        Ok(Ok(addr)) => addr,
+        failed => {
+            let _ = child.start_kill();
+            let status = child.wait().await.ok();
+            let cause = match failed {
+                Ok(Err(e)) => e,
+                _ => anyhow::anyhow!("it did not listen within {START_TIMEOUT:?}"),
+            };
+            return Err(cause.context(format!("{} serve did not start (exit: {status:?})", binary.display())));
+        }
+    };
+    // Keep reading its output, so that a full pipe never blocks it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, pid, addr))
 }
 
 /// A command running `binary` without the harness's own `FRONTROW_*` variables: they must not

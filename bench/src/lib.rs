@@ -9,6 +9,7 @@
 //! is the full one.
 
 pub mod baselines;
+pub mod catalogue;
 pub mod chaos;
 pub mod child;
 pub mod flash;

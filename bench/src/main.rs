@@ -42,6 +42,9 @@ struct Common {
     /// Fans in the flash crowd (scenario 3; default: 200 smoke, 10,000 full).
     #[arg(long)]
     fans: Option<usize>,
+    /// Events of 20,008 seats in the catalogue (scenario 7; default: 4 smoke, 500 full).
+    #[arg(long)]
+    catalogue_events: Option<usize>,
     /// The `frontrow` binary the flash crowd runs as its server, in a child process (default
     /// for `run`: `frontrow` beside this executable; build it with `cargo build --release
     /// --bin frontrow`). `smoke` runs FrontRow in this process unless this is given.
@@ -123,9 +126,14 @@ async fn main() -> anyhow::Result<()> {
     if let Some(f) = common.fans {
         config.flash.fans = f;
     }
+    if let Some(n) = common.catalogue_events {
+        config.catalogue.events = n.max(1);
+    }
     config.flash.frontrow_bin = match common.frontrow_bin {
         Some(bin) => Some(bin),
-        None if full && !common.in_process && config.wants("3") => Some(frontrow_bench::child::default_binary()?),
+        None if full && !common.in_process && (config.wants("3") || config.wants("7")) => {
+            Some(frontrow_bench::child::default_binary()?)
+        }
         None => None,
     };
     for url in config.database_url.iter().chain(&config.redis_url) {

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::baselines::{self, Database};
+use crate::catalogue::{CatalogueConfig, catalogue};
 use crate::flash::{FlashConfig, QueueCheck, flash_crowd};
 use crate::load::{Bounds, Job, Mode, Outcome, Stats, classify, drive};
 use crate::scenarios::{databases, frontrow};
@@ -44,12 +45,14 @@ pub struct Config {
     pub pg_pool: u32,
     /// Scenario 3, the flash crowd.
     pub flash: FlashConfig,
+    /// Scenario 7, the catalogue (in the child process scenario 3's `frontrow_bin` names).
+    pub catalogue: CatalogueConfig,
     /// Scenario 6: page loads timed to `map-drawn`.
     pub web_loads: usize,
     /// Scenario 6: reservations (one seat each, so one stream delta each) per second while the
     /// page is open, for `open_s` seconds.
     pub web_delta_rate: f64,
-    /// Scenario numbers to run (`0` the ceiling, `1`-`6`); empty: all.
+    /// Scenario numbers to run (`0` the ceiling, `1`-`7`); empty: all.
     pub scenarios: Vec<String>,
     #[serde(skip)]
     pub out_dir: PathBuf,
@@ -70,6 +73,7 @@ impl Config {
             redis_url: None,
             pg_pool: 16,
             flash: FlashConfig::smoke(),
+            catalogue: CatalogueConfig::smoke(),
             web_loads: 3,
             web_delta_rate: 1000.0,
             scenarios: Vec::new(),
@@ -91,6 +95,7 @@ impl Config {
             redis_url: None,
             pg_pool: 16,
             flash: FlashConfig::full(),
+            catalogue: CatalogueConfig::full(),
             web_loads: 10,
             web_delta_rate: 1000.0,
             scenarios: Vec::new(),
@@ -167,6 +172,8 @@ pub struct Results {
     pub queue_checks: Vec<QueueCheck>,
     /// Scenario 6's figures: navigation to a drawn map, delta-to-pixel latency.
     pub web: Option<Value>,
+    /// Scenario 7's figures: memory and disk per seat, restart times.
+    pub catalogue: Option<Value>,
 }
 
 impl Results {
@@ -223,6 +230,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "6-web",
         "the fan web app in headless Chromium: navigation to a drawn 20,008-seat map, delta-to-pixel latency at 1,000 deltas/s",
     ),
+    (
+        "7-catalogue",
+        "500 events of 20,008 seats (10 million) through the API: RSS and disk per seat, restart to /ready",
+    ),
 ];
 
 pub(crate) fn client(pool: usize) -> reqwest::Client {
@@ -251,6 +262,9 @@ pub async fn run(config: &Config) -> anyhow::Result<Results> {
     }
     if config.wants("6") {
         crate::web::web(config, &mut results).await?;
+    }
+    if config.wants("7") {
+        catalogue(config, &mut results).await?;
     }
 
     match &config.database_url {

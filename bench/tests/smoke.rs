@@ -195,3 +195,35 @@ async fn the_flash_crowd_against_frontrow_serve_in_a_child_process() {
         "the child {pid} is still there"
     );
 }
+
+/// Scenario 7 at a small size: events created through the API in a `frontrow serve` child,
+/// then a graceful restart and a `kill -9` restart on the same data; after each the node said
+/// `/ready` only with every event listed and the newest map complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the frontrow binary (cargo test --workspace builds it): run the README's test command"]
+async fn the_catalogue_survives_both_restarts_and_is_loaded_when_ready() {
+    let out = tempfile::tempdir().unwrap();
+    let mut config = Config {
+        out_dir: out.path().to_path_buf(),
+        scenarios: vec!["7".into()],
+        ..Config::smoke()
+    };
+    config.flash.frontrow_bin = Some(frontrow_bench::child::default_binary().unwrap());
+    let (results, _, _) = run_and_report(&config).await.unwrap();
+    let cat = results.catalogue.as_ref().expect("scenario 7 ran");
+    let events = config.catalogue.events as u64;
+    assert_eq!(cat["events"], events, "{cat}");
+    assert_eq!(cat["seats"].as_f64(), Some((events * 20_008) as f64), "{cat}");
+    assert_eq!(cat["stopped_gracefully"], true, "{cat}");
+    assert!(cat["data_dir_bytes"].as_u64().unwrap() > 0, "{cat}");
+    assert!(
+        cat["rss_created_mib"].as_f64().unwrap() > 0.0,
+        "the child's memory was read: {cat}"
+    );
+    let starts = cat["starts"].as_array().unwrap();
+    assert_eq!(starts.len(), 2, "{cat}");
+    for start in starts {
+        assert_eq!(start["loaded_at_ready"], true, "{start}");
+        assert!(start["ready_s"].as_f64().unwrap() > 0.0, "{start}");
+    }
+}

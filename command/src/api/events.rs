@@ -1,9 +1,7 @@
 //! Organizer routes: create an event with its seat map, change the seat map before the onsale.
 
-use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{post, put};
 use chrono::{DateTime, Utc};
 use frontrow_http::auth::Organizer;
 use frontrow_http::{ApiJson, ApiPath, Problem};
@@ -18,12 +16,6 @@ use crate::domain::Command;
 /// Namespace for event ids derived from an organizer's `Idempotency-Key`, so a retried create
 /// routes to the same partition and finds the event it already made.
 const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2b8e_4d1a_5c7e_9b3f_0a2d_8e4c_1f60);
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new()
-        .route("/events", post(create_event))
-        .route("/events/{event_id}/seat-map", put(change_seat_map))
-}
 
 /// A new event and its seat map.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -3,10 +3,8 @@
 //! retry changes nothing more, and a retry with the request's `Idempotency-Key` changes nothing
 //! even after the seats were returned (or withheld) in between.
 
-use axum::Router;
 use axum::http::HeaderMap;
 use axum::response::IntoResponse;
-use axum::routing::post;
 use frontrow_http::auth::Organizer;
 use frontrow_http::{ApiJson, ApiPath, Problem};
 use frontrow_schema::*;
@@ -16,12 +14,6 @@ use utoipa::ToSchema;
 use super::events::{EventWritten, write};
 use super::{CommandState, idempotency_key};
 use crate::domain::Command;
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new()
-        .route("/events/{event_id}/withheld-seats", post(withhold))
-        .route("/events/{event_id}/withheld-seats/return", post(return_seats))
-}
 
 /// Seats to take out of the sale, and why.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -27,16 +27,21 @@ pub struct Forwarder {
 
 impl Forwarder {
     pub fn new(owners: Arc<Owners>, max_body: usize) -> Self {
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(10))
-            .build()
-            .expect("an HTTP client without TLS builds");
         Self {
             owners,
-            client,
+            client: node_client(),
             max_body,
         }
     }
+}
+
+/// The client for requests to a FrontRow node (another's forwarded command, the demo's
+/// webhook deliveries): plain HTTP, 10 s to answer.
+pub(crate) fn node_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .expect("an HTTP client without TLS builds")
 }
 
 /// The partition a `not-owner` answer names, if the response is one.

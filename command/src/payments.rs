@@ -189,12 +189,8 @@ pub struct Simulator {
 
 impl Simulator {
     pub fn new(webhook_url: String, secret: SecretString) -> Self {
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(10))
-            .build()
-            .expect("an HTTP client without TLS builds");
         Self {
-            client,
+            client: crate::forward::node_client(),
             webhook_url,
             secret,
         }

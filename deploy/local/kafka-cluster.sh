@@ -46,35 +46,21 @@ kafka_cluster_prepare() {
   for ((n = 1; n <= KAFKA_CLUSTER_SIZE; n++)); do
     dir=$(kafka_cluster_node_dir "$n")
     mkdir -p "$dir/data" "$dir/logs"
-    cat >"$dir/server.properties" <<PROPS
-# Written by deploy/local/kafka-cluster.sh on every start; edits are lost.
-process.roles=broker,controller
-node.id=$n
-controller.quorum.voters=$voters
-listeners=PLAINTEXT://$FR_HOST:$(kafka_cluster_port "$n"),CONTROLLER://$FR_HOST:$(kafka_cluster_controller_port "$n")
-advertised.listeners=PLAINTEXT://$FR_HOST:$(kafka_cluster_port "$n")
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$dir/data
-num.partitions=1
+    {
+      echo "# Written by deploy/local/kafka-cluster.sh on every start; edits are lost."
+      kafka_node_properties "$n" "$voters" "$(kafka_cluster_port "$n")" "$(kafka_cluster_controller_port "$n")" \
+        "$dir/data" 1 3 2
+      cat <<PROPS
 default.replication.factor=3
 min.insync.replicas=2
 unclean.leader.election.enable=false
-offsets.topic.replication.factor=3
-offsets.topic.num.partitions=8
-transaction.state.log.replication.factor=3
-transaction.state.log.min.isr=2
 transaction.state.log.num.partitions=8
-share.coordinator.state.topic.replication.factor=3
-share.coordinator.state.topic.min.isr=2
-group.initial.rebalance.delay.ms=0
-group.min.session.timeout.ms=1000
 # A dead broker is fenced by the controllers (and leaves the ISRs) within 3 s, not 9.
 broker.session.timeout.ms=3000
 broker.heartbeat.interval.ms=500
 replica.lag.time.max.ms=5000
 PROPS
+    } >"$dir/server.properties"
     cp "$KAFKA_CLUSTER_DIR/log4j2.properties" "$dir/log4j2.properties"
     if [ ! -f "$dir/data/meta.properties" ]; then
       log "kafka-cluster: formatting node $n"

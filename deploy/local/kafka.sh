@@ -27,25 +27,12 @@ kafka_prepare_classpath() {
 
 # kafka_write_log4j DIR: the broker's (log4j2.properties) and the tools' logging config.
 kafka_write_log4j() {
-  cat >"$1/log4j2.properties" <<'PROPS'
-# Broker logging: one rolling file in the service's logs directory.
-status = warn
-appender.file.type = RollingFile
-appender.file.name = file
-appender.file.fileName = ${sys:kafka.logs.dir}/server.log
-appender.file.filePattern = ${sys:kafka.logs.dir}/server.log.%i
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-appender.file.policies.type = Policies
-appender.file.policies.size.type = SizeBasedTriggeringPolicy
-appender.file.policies.size.size = 50MB
-appender.file.strategy.type = DefaultRolloverStrategy
-appender.file.strategy.max = 2
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = file
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-PROPS
+  {
+    echo "# Broker logging: one rolling file in the service's logs directory."
+    log4j2_rolling_file warn INFO '${sys:kafka.logs.dir}/server.log' '[%d] %p %m (%c)%n'
+    echo "logger.request.name = kafka.request.logger"
+    echo "logger.request.level = WARN"
+  } >"$1/log4j2.properties"
   cat >"$1/tools-log4j2.properties" <<'PROPS'
 # Command-line tools (kafka_tool): warnings to stderr only.
 status = warn
@@ -62,28 +49,11 @@ PROPS
 kafka_prepare() {
   kafka_prepare_classpath
   mkdir -p "$KAFKA_DIR/data" "$KAFKA_DIR/logs"
-  cat >"$KAFKA_DIR/server.properties" <<PROPS
-# Written by deploy/local/kafka.sh on every start; edits are lost.
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@$FR_HOST:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://$FR_HOST:$KAFKA_PORT,CONTROLLER://$FR_HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$FR_HOST:$KAFKA_PORT
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$KAFKA_DIR/data
-num.partitions=${FRONTROW_KAFKA_NUM_PARTITIONS:-1}
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=8
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-# FrontRow's command group fails over within its session timeout (1.5 s by default).
-group.min.session.timeout.ms=1000
-PROPS
+  {
+    echo "# Written by deploy/local/kafka.sh on every start; edits are lost."
+    kafka_node_properties 1 "1@$FR_HOST:$KAFKA_CONTROLLER_PORT" "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" \
+      "$KAFKA_DIR/data" "${FRONTROW_KAFKA_NUM_PARTITIONS:-1}" 1 1
+  } >"$KAFKA_DIR/server.properties"
   kafka_write_log4j "$KAFKA_DIR"
   if [ ! -f "$KAFKA_DIR/data/meta.properties" ]; then
     kafka_ensure_cluster_id "$KAFKA_DIR/cluster.id"
@@ -92,6 +62,34 @@ PROPS
       -c "$KAFKA_DIR/server.properties" --ignore-formatted >"$KAFKA_DIR/logs/format.log" 2>&1 \
       || fail_with_log kafka "kafka.tools.StorageTool format failed" "$KAFKA_DIR/logs/format.log"
   fi
+}
+
+# kafka_node_properties NODE VOTERS PORT CONTROLLER_PORT DATA_DIR PARTITIONS REPLICAS MIN_ISR: the
+# server.properties lines (on stdout) of one combined broker + controller, node id NODE of the
+# quorum VOTERS, whose internal topics have REPLICAS replicas and MIN_ISR in sync; callers add
+# what only they set.
+kafka_node_properties() {
+  cat <<PROPS
+process.roles=broker,controller
+node.id=$1
+controller.quorum.voters=$2
+listeners=PLAINTEXT://$FR_HOST:$3,CONTROLLER://$FR_HOST:$4
+advertised.listeners=PLAINTEXT://$FR_HOST:$3
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$5
+num.partitions=$6
+offsets.topic.replication.factor=$7
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=$7
+transaction.state.log.min.isr=$8
+share.coordinator.state.topic.replication.factor=$7
+share.coordinator.state.topic.min.isr=$8
+group.initial.rebalance.delay.ms=0
+# FrontRow's command group fails over within its session timeout (1.5 s by default).
+group.min.session.timeout.ms=1000
+PROPS
 }
 
 # kafka_ensure_cluster_id FILE: write a fresh cluster id to FILE unless it holds one. A KRaft

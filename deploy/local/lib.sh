@@ -154,6 +154,28 @@ wait_for() {
   done
 }
 
+# log4j2_rolling_file STATUS LEVEL FILE LAYOUT: log4j2.properties lines (on stdout) for one
+# rolling file appender, FILE (a log4j2 lookup may name it), 50 MB each with one older file kept,
+# laid out by LAYOUT, taking the root logger's LEVEL; STATUS is log4j's own status level.
+log4j2_rolling_file() {
+  cat <<PROPS
+status = $1
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = $3
+appender.file.filePattern = $3.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = $4
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 50MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 2
+rootLogger.level = $2
+rootLogger.appenderRef.file.ref = file
+PROPS
+}
+
 # check_services SERVICE...: die on an unknown service name.
 check_services() {
   local s

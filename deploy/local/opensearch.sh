@@ -45,23 +45,12 @@ http.type: netty4
 transport.type: netty4
 cluster.routing.allocation.disk.threshold_enabled: false
 YML
-  cat >"$OS_DIR/config/log4j2.properties" <<'PROPS'
-# One rolling file, logs/<cluster name>.log (OpenSearch sets the opensearch.logs.* properties).
-status = error
-appender.file.type = RollingFile
-appender.file.name = file
-appender.file.fileName = ${sys:opensearch.logs.base_path}${sys:file.separator}${sys:opensearch.logs.cluster_name}.log
-appender.file.filePattern = ${sys:opensearch.logs.base_path}${sys:file.separator}${sys:opensearch.logs.cluster_name}.log.%i
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d{ISO8601}][%-5p][%-25c{1.}] %m%n
-appender.file.policies.type = Policies
-appender.file.policies.size.type = SizeBasedTriggeringPolicy
-appender.file.policies.size.size = 50MB
-appender.file.strategy.type = DefaultRolloverStrategy
-appender.file.strategy.max = 2
-rootLogger.level = info
-rootLogger.appenderRef.file.ref = file
-PROPS
+  {
+    echo "# One rolling file, logs/<cluster name>.log (OpenSearch sets the opensearch.logs.* properties)."
+    log4j2_rolling_file error info \
+      '${sys:opensearch.logs.base_path}${sys:file.separator}${sys:opensearch.logs.cluster_name}.log' \
+      '[%d{ISO8601}][%-5p][%-25c{1.}] %m%n'
+  } >"$OS_DIR/config/log4j2.properties"
 }
 
 opensearch_start() {

@@ -4,11 +4,9 @@
 //! a newcomer can walk the whole flow with curl. A production deployment turns demo mode off
 //! and gets its tokens from its identity provider and its webhooks from the real provider.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use chrono::{DateTime, Utc};
 use frontrow_http::auth::Customer;
 use frontrow_http::{ApiJson, Problem};
@@ -19,12 +17,6 @@ use utoipa::ToSchema;
 use super::{CommandErrorProblem, CommandState};
 use crate::payments::Simulator;
 use crate::writer::Request;
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new()
-        .route("/demo/tokens", post(mint_token))
-        .route("/demo/payments", post(pay))
-}
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

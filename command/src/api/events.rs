@@ -1,9 +1,7 @@
 //! Organizer routes: create an event with its seat map, change the seat map before the onsale.
 
-use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
-use axum::routing::{post, put};
 use chrono::{DateTime, Utc};
 use frontrow_http::auth::Organizer;
 use frontrow_http::{ApiJson, ApiPath, Problem};
@@ -18,12 +16,6 @@ use crate::domain::Command;
 /// Namespace for event ids derived from an organizer's `Idempotency-Key`, so a retried create
 /// routes to the same partition and finds the event it already made.
 const EVENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x6f1c_2b8e_4d1a_5c7e_9b3f_0a2d_8e4c_1f60);
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new()
-        .route("/events", post(create_event))
-        .route("/events/{event_id}/seat-map", put(change_seat_map))
-}
 
 /// A new event and its seat map.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -153,34 +145,47 @@ pub(super) async fn create_event(
     Ok((StatusCode::CREATED, headers, axum::Json(body)))
 }
 
-/// Replace the seat map of an event before its onsale.
-#[utoipa::path(
-    put, path = "/events/{event_id}/seat-map", tag = "organizers",
-    request_body = SeatMap,
-    params(("event_id" = EventId, Path)),
-    responses(
-        (status = 200, description = "the new seat map is recorded", body = EventWritten,
-            headers(("FrontRow-Position" = String))),
-        SeatMapProblems
-    ),
-    security(("organizer_key" = []))
-)]
-pub(super) async fn change_seat_map(
-    axum::extract::State(state): axum::extract::State<CommandState>,
-    Organizer(organizer): Organizer,
-    ApiPath(event_id): ApiPath<EventId>,
-    headers: HeaderMap,
-    ApiJson(seat_map): ApiJson<SeatMap>,
-) -> Result<impl IntoResponse, Problem> {
-    let key = idempotency_key(&headers)?;
-    write(
-        state,
-        event_id,
-        &headers,
-        key,
-        Command::ChangeSeatMap { organizer, seat_map },
-    )
-    .await
+/// Defines an organizer's write to one of their events, `$method $path` with a `$body` JSON
+/// body, answered with where it was written: the handler sending the command that
+/// `|organizer, body, key| command` makes (`key` is the request's `Idempotency-Key`) and its
+/// OpenAPI operation, whose `200` says `$answer`, whose refusals are `$problems`, and which
+/// documents the `Idempotency-Key` header as `$key_doc` when given.
+macro_rules! organizer_write {
+    ($(#[doc = $doc:tt])* $name:ident = $method:ident $path:tt, $body:ident, $answer:tt, $problems:ident,
+     $(idempotency_key: $key_doc:tt,)? |$organizer:ident, $request:ident, $key:ident| $command:expr) => {
+        $(#[doc = $doc])*
+        #[utoipa::path(
+            $method, path = $path, tag = "organizers",
+            request_body = $body,
+            params(("event_id" = EventId, Path)
+                $(, ("Idempotency-Key" = Option<String>, Header, description = $key_doc,
+                    min_length = 1, max_length = 255, pattern = "^[!-~]+$"))?),
+            responses(
+                (status = 200, description = $answer, body = EventWritten,
+                    headers(("FrontRow-Position" = String))),
+                $problems
+            ),
+            security(("organizer_key" = []))
+        )]
+        pub(super) async fn $name(
+            axum::extract::State(state): axum::extract::State<CommandState>,
+            Organizer($organizer): Organizer,
+            ApiPath(event_id): ApiPath<EventId>,
+            headers: HeaderMap,
+            ApiJson($request): ApiJson<$body>,
+        ) -> Result<impl IntoResponse, Problem> {
+            let $key = super::idempotency_key(&headers)?;
+            let command = $command;
+            super::events::write(state, event_id, &headers, $key, command).await
+        }
+    };
+}
+pub(super) use organizer_write;
+
+organizer_write! {
+    /// Replace the seat map of an event before its onsale.
+    change_seat_map = put "/events/{event_id}/seat-map", SeatMap, "the new seat map is recorded", SeatMapProblems,
+    |organizer, seat_map, key| Command::ChangeSeatMap { organizer, seat_map }
 }
 
 /// Sends an organizer's `command` for `event_id` with the request's metadata; answers where

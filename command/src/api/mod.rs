@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::routing::{get, post, put};
 use frontrow_http::Problem;
 use frontrow_journal::Position;
 use frontrow_schema::EventId;
@@ -55,16 +56,36 @@ pub struct Demo {
     pub token_ttl: chrono::Duration,
 }
 
-/// The command routes, with state applied.
+/// The command routes, with state applied: one row a route, beside the [`CommandApi`] that
+/// documents each.
 pub fn router(state: CommandState) -> Router {
     let mut router = Router::new()
-        .merge(events::routes())
-        .merge(reservations::routes())
-        .merge(queue::routes())
-        .merge(webhooks::routes())
-        .merge(withheld::routes());
+        .route("/events", post(events::create_event))
+        .route("/events/{event_id}/seat-map", put(events::change_seat_map))
+        .route("/events/{event_id}/withheld-seats", post(withheld::withhold))
+        .route("/events/{event_id}/withheld-seats/return", post(withheld::return_seats))
+        .route("/events/{event_id}/reservations", post(reservations::reserve))
+        .route(
+            "/events/{event_id}/reservations/{reservation_id}",
+            get(reservations::get_reservation),
+        )
+        .route(
+            "/events/{event_id}/reservations/{reservation_id}/release",
+            post(reservations::release),
+        )
+        .route(
+            "/events/{event_id}/reservations/{reservation_id}/cancel",
+            post(reservations::cancel),
+        )
+        .route("/webhooks/payments", post(webhooks::payment_webhook))
+        .route("/events/{event_id}/queue", put(queue::open_queue))
+        .route("/events/{event_id}/queue/join", post(queue::join))
+        .route("/events/{event_id}/queue/leave", post(queue::leave))
+        .route("/events/{event_id}/waitlist", post(queue::join_waitlist));
     if state.demo.is_some() {
-        router = router.merge(demo::routes());
+        router = router
+            .route("/demo/tokens", post(demo::mint_token))
+            .route("/demo/payments", post(demo::pay));
     }
     let forwarder = state.forwarder.clone();
     let router = router.with_state(state);

@@ -3,11 +3,9 @@
 //! side (`GET /events/{id}/queue/me` and `/queue/me/stream`); a join answers with the token at
 //! once when the fan is let in straight away.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::{post, put};
 use frontrow_http::auth::{Customer, Organizer};
 use frontrow_http::{ApiJson, ApiPath, Problem};
 use frontrow_schema::*;
@@ -18,14 +16,6 @@ use super::{CommandState, idempotency_key, position_header, send_command};
 use crate::domain::{Command, QueueSettings};
 use crate::views::QueueTicketView;
 use crate::writer::Outcome;
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new()
-        .route("/events/{event_id}/queue", put(open_queue))
-        .route("/events/{event_id}/queue/join", post(join))
-        .route("/events/{event_id}/queue/leave", post(leave))
-        .route("/events/{event_id}/waitlist", post(join_waitlist))
-}
 
 /// The waiting room's settings.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -159,85 +149,56 @@ fn respond(
     Ok((status, position_header(outcome.position), axum::Json(body)))
 }
 
-async fn send(
-    state: CommandState,
-    event_id: EventId,
-    customer: CustomerId,
-    command: Command,
-    headers: &HeaderMap,
-    created: bool,
-) -> Result<impl IntoResponse + use<>, Problem> {
-    let outcome = send_command(&state, event_id, command, headers, idempotency_key(headers)?).await?;
-    respond(&state, &customer, created, outcome)
+/// Defines a fan's waiting-room command, `POST $path`: the handler sending `Command::$variant`
+/// for the caller and answering with their ticket, and its OpenAPI operation. With `new`, a
+/// ticket the command made answers `201` (saying `$new`) and one the caller had `200`; with
+/// `answer`, every answer is `200` (saying `$answer`).
+macro_rules! fan_command {
+    ($(#[doc = $doc:tt])* $name:ident = $path:tt, $variant:ident, new: $new:tt, $problems:ident) => {
+        fan_command!(@define [$(#[doc = $doc])*] $name = $path, $variant, true,
+            (status = 201, description = $new, body = QueueTicketResponse),
+            (status = 200, description = "the ticket the caller had already", body = QueueTicketResponse),
+            $problems);
+    };
+    ($(#[doc = $doc:tt])* $name:ident = $path:tt, $variant:ident, answer: $answer:tt, $problems:ident) => {
+        fan_command!(@define [$(#[doc = $doc])*] $name = $path, $variant, false,
+            (status = 200, description = $answer, body = QueueTicketResponse), $problems);
+    };
+    (@define [$($doc:tt)*] $name:ident = $path:tt, $variant:ident, $created:tt, $($responses:tt)+) => {
+        $($doc)*
+        #[utoipa::path(
+            post, path = $path, tag = "queue",
+            params(("event_id" = EventId, Path)),
+            responses($($responses)+),
+            security(("customer_token" = []))
+        )]
+        pub(super) async fn $name(
+            State(state): State<CommandState>,
+            Customer(customer): Customer,
+            ApiPath(event_id): ApiPath<EventId>,
+            headers: HeaderMap,
+        ) -> Result<impl IntoResponse, Problem> {
+            let command = Command::$variant { customer: customer.clone() };
+            let outcome = send_command(&state, event_id, command, &headers, idempotency_key(&headers)?).await?;
+            respond(&state, &customer, $created, outcome)
+        }
+    };
 }
 
-/// Join the event's queue. Idempotent per customer: joining again (while waiting or admitted)
-/// answers with the same ticket. Before the onsale the place is drawn by lottery at the onsale
-/// instant; after it, first come first served.
-#[utoipa::path(
-    post, path = "/events/{event_id}/queue/join", tag = "queue",
-    params(("event_id" = EventId, Path)),
-    responses(
-        (status = 201, description = "a new ticket", body = QueueTicketResponse),
-        (status = 200, description = "the ticket the caller had already", body = QueueTicketResponse),
-        JoinProblems
-    ),
-    security(("customer_token" = []))
-)]
-pub(super) async fn join(
-    State(state): State<CommandState>,
-    Customer(customer): Customer,
-    ApiPath(event_id): ApiPath<EventId>,
-    headers: HeaderMap,
-) -> Result<impl IntoResponse, Problem> {
-    let command = Command::JoinQueue {
-        customer: customer.clone(),
-    };
-    send(state, event_id, customer, command, &headers, true).await
+fan_command! {
+    /// Join the event's queue. Idempotent per customer: joining again (while waiting or admitted)
+    /// answers with the same ticket. Before the onsale the place is drawn by lottery at the onsale
+    /// instant; after it, first come first served.
+    join = "/events/{event_id}/queue/join", JoinQueue, new: "a new ticket", JoinProblems
 }
 
-/// Leave the queue (or the waiting list, or give an admission back). Leaving twice is harmless.
-#[utoipa::path(
-    post, path = "/events/{event_id}/queue/leave", tag = "queue",
-    params(("event_id" = EventId, Path)),
-    responses(
-        (status = 200, description = "left (or left already)", body = QueueTicketResponse),
-        LeaveProblems
-    ),
-    security(("customer_token" = []))
-)]
-pub(super) async fn leave(
-    State(state): State<CommandState>,
-    Customer(customer): Customer,
-    ApiPath(event_id): ApiPath<EventId>,
-    headers: HeaderMap,
-) -> Result<impl IntoResponse, Problem> {
-    let command = Command::LeaveQueue {
-        customer: customer.clone(),
-    };
-    send(state, event_id, customer, command, &headers, false).await
+fan_command! {
+    /// Leave the queue (or the waiting list, or give an admission back). Leaving twice is harmless.
+    leave = "/events/{event_id}/queue/leave", LeaveQueue, answer: "left (or left already)", LeaveProblems
 }
 
-/// Join the waiting list of a sold-out event: seats that come back (cancellations) are offered
-/// to its fans in order, each with an admission token of their own. Idempotent per customer.
-#[utoipa::path(
-    post, path = "/events/{event_id}/waitlist", tag = "queue",
-    params(("event_id" = EventId, Path)),
-    responses(
-        (status = 201, description = "a new waiting-list ticket", body = QueueTicketResponse),
-        (status = 200, description = "the ticket the caller had already", body = QueueTicketResponse),
-        WaitlistProblems
-    ),
-    security(("customer_token" = []))
-)]
-pub(super) async fn join_waitlist(
-    State(state): State<CommandState>,
-    Customer(customer): Customer,
-    ApiPath(event_id): ApiPath<EventId>,
-    headers: HeaderMap,
-) -> Result<impl IntoResponse, Problem> {
-    let command = Command::JoinWaitlist {
-        customer: customer.clone(),
-    };
-    send(state, event_id, customer, command, &headers, true).await
+fan_command! {
+    /// Join the waiting list of a sold-out event: seats that come back (cancellations) are offered
+    /// to its fans in order, each with an admission token of their own. Idempotent per customer.
+    join_waitlist = "/events/{event_id}/waitlist", JoinWaitlist, new: "a new waiting-list ticket", WaitlistProblems
 }

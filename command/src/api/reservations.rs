@@ -1,10 +1,8 @@
 //! Customer routes: reserve seats, read, release or cancel one's own reservation.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
 use frontrow_http::admission::AdmissionError;
 use frontrow_http::auth::Customer;
 use frontrow_http::{ApiJson, ApiPath, Problem};
@@ -16,17 +14,6 @@ use super::{CommandErrorProblem, CommandState, idempotency_key, position_header,
 use crate::domain::{Command, SeatNeeds, SeatSelection};
 use crate::views::ReservationView;
 use crate::writer::{Outcome, Request};
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new()
-        .route("/events/{event_id}/reservations", post(reserve))
-        .route("/events/{event_id}/reservations/{reservation_id}", get(get_reservation))
-        .route(
-            "/events/{event_id}/reservations/{reservation_id}/release",
-            post(release),
-        )
-        .route("/events/{event_id}/reservations/{reservation_id}/cancel", post(cancel))
-}
 
 /// Which seats to hold: `seats`, `best_available`, or `zone` with `count` (places of a standing
 /// zone).
@@ -238,62 +225,44 @@ pub(super) async fn get_reservation(
     respond(StatusCode::OK, outcome)
 }
 
-/// Let a hold go: its seats are available again at once. Releasing twice is harmless.
-#[utoipa::path(
-    post, path = "/events/{event_id}/reservations/{reservation_id}/release", tag = "customers",
-    params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
-    responses(
-        (status = 200, description = "released (or released already)", body = ReservationResponse,
-            headers(("FrontRow-Position" = String))),
-        ReleaseProblems
-    ),
-    security(("customer_token" = []))
-)]
-pub(super) async fn release(
-    State(state): State<CommandState>,
-    Customer(customer): Customer,
-    ApiPath((event_id, reservation_id)): ApiPath<Ids>,
-    headers: HeaderMap,
-) -> Result<impl IntoResponse, Problem> {
-    let command = Command::Release {
-        customer,
-        reservation_id,
+/// Defines a customer's command on one of their reservations, `POST $path` answered with the
+/// reservation: the handler sending `Command::$variant` and its OpenAPI operation, whose `200`
+/// says `$answer` and whose refusals are `$problems`.
+macro_rules! reservation_command {
+    ($(#[doc = $doc:tt])* $name:ident = $path:tt, $variant:ident, $answer:tt, $problems:ident) => {
+        $(#[doc = $doc])*
+        #[utoipa::path(
+            post, path = $path, tag = "customers",
+            params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
+            responses(
+                (status = 200, description = $answer, body = ReservationResponse,
+                    headers(("FrontRow-Position" = String))),
+                $problems
+            ),
+            security(("customer_token" = []))
+        )]
+        pub(super) async fn $name(
+            State(state): State<CommandState>,
+            Customer(customer): Customer,
+            ApiPath((event_id, reservation_id)): ApiPath<Ids>,
+            headers: HeaderMap,
+        ) -> Result<impl IntoResponse, Problem> {
+            let command = Command::$variant { customer, reservation_id };
+            let key = idempotency_key(&headers)?;
+            let outcome = send_command(&state, event_id, command, &headers, key).await?;
+            respond(StatusCode::OK, outcome)
+        }
     };
-    on_reservation(&state, event_id, command, &headers).await
 }
 
-/// Sends a command about one of the caller's reservations and answers with the reservation.
-async fn on_reservation(
-    state: &CommandState,
-    event_id: EventId,
-    command: Command,
-    headers: &HeaderMap,
-) -> Result<impl IntoResponse + use<>, Problem> {
-    let key = idempotency_key(headers)?;
-    let outcome = send_command(state, event_id, command, headers, key).await?;
-    respond(StatusCode::OK, outcome)
+reservation_command! {
+    /// Let a hold go: its seats are available again at once. Releasing twice is harmless.
+    release = "/events/{event_id}/reservations/{reservation_id}/release", Release,
+        "released (or released already)", ReleaseProblems
 }
 
-/// Cancel a booking before the event: the payment is refunded and the seats go back on sale.
-#[utoipa::path(
-    post, path = "/events/{event_id}/reservations/{reservation_id}/cancel", tag = "customers",
-    params(("event_id" = EventId, Path), ("reservation_id" = ReservationId, Path)),
-    responses(
-        (status = 200, description = "cancelled and refunded (or cancelled already)", body = ReservationResponse,
-            headers(("FrontRow-Position" = String))),
-        CancelProblems
-    ),
-    security(("customer_token" = []))
-)]
-pub(super) async fn cancel(
-    State(state): State<CommandState>,
-    Customer(customer): Customer,
-    ApiPath((event_id, reservation_id)): ApiPath<Ids>,
-    headers: HeaderMap,
-) -> Result<impl IntoResponse, Problem> {
-    let command = Command::Cancel {
-        customer,
-        reservation_id,
-    };
-    on_reservation(&state, event_id, command, &headers).await
+reservation_command! {
+    /// Cancel a booking before the event: the payment is refunded and the seats go back on sale.
+    cancel = "/events/{event_id}/reservations/{reservation_id}/cancel", Cancel,
+        "cancelled and refunded (or cancelled already)", CancelProblems
 }

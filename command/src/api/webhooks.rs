@@ -4,10 +4,8 @@
 //! The provider event id is then applied at most once, forever: it is recorded in the log with
 //! the booking, refund or failure it caused, and a repeated delivery answers `duplicate`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::routing::post;
 use frontrow_http::{ApiBytes, Problem};
 use frontrow_schema::*;
 use serde::Serialize;
@@ -16,10 +14,6 @@ use utoipa::ToSchema;
 use super::{CommandState, send_command};
 use crate::domain::Command;
 use crate::payments::{self, ProviderEvent};
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new().route("/webhooks/payments", post(payment_webhook))
-}
 
 /// What FrontRow did with a delivery.
 #[derive(Debug, Serialize, ToSchema)]

@@ -3,25 +3,17 @@
 //! retry changes nothing more, and a retry with the request's `Idempotency-Key` changes nothing
 //! even after the seats were returned (or withheld) in between.
 
-use axum::Router;
 use axum::http::HeaderMap;
 use axum::response::IntoResponse;
-use axum::routing::post;
 use frontrow_http::auth::Organizer;
 use frontrow_http::{ApiJson, ApiPath, Problem};
 use frontrow_schema::*;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::events::{EventWritten, write};
-use super::{CommandState, idempotency_key};
+use super::CommandState;
+use super::events::{EventWritten, organizer_write};
 use crate::domain::Command;
-
-pub(super) fn routes() -> Router<CommandState> {
-    Router::new()
-        .route("/events/{event_id}/withheld-seats", post(withhold))
-        .route("/events/{event_id}/withheld-seats/return", post(return_seats))
-}
 
 /// Seats to take out of the sale, and why.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -60,67 +52,29 @@ frontrow_http::problems! {
               `idempotency-key-reused` (the key wrote another request)")]];
 }
 
-/// Withhold available seats from the sale under a label. They show as `W` (withheld) on the
-/// availability map and cannot be reserved until they are returned. Seats already withheld
-/// under the same label are left as they are, so a retry is harmless; a retry with the request's
-/// `Idempotency-Key` changes nothing even when the seats were returned in between.
-#[utoipa::path(
-    post, path = "/events/{event_id}/withheld-seats", tag = "organizers",
-    request_body = WithholdRequest,
-    params(("event_id" = EventId, Path),
-        ("Idempotency-Key" = Option<String>, Header, description = "recorded with the write",
-            min_length = 1, max_length = 255, pattern = "^[!-~]+$")),
-    responses(
-        (status = 200, description = "the seats are withheld (or already were)", body = EventWritten,
-            headers(("FrontRow-Position" = String))),
-        WithholdProblems
-    ),
-    security(("organizer_key" = []))
-)]
-pub(super) async fn withhold(
-    axum::extract::State(state): axum::extract::State<CommandState>,
-    Organizer(organizer): Organizer,
-    ApiPath(event_id): ApiPath<EventId>,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<WithholdRequest>,
-) -> Result<impl IntoResponse, Problem> {
-    let key = idempotency_key(&headers)?;
-    let command = Command::Withhold {
+organizer_write! {
+    /// Withhold available seats from the sale under a label. They show as `W` (withheld) on the
+    /// availability map and cannot be reserved until they are returned. Seats already withheld
+    /// under the same label are left as they are, so a retry is harmless; a retry with the request's
+    /// `Idempotency-Key` changes nothing even when the seats were returned in between.
+    withhold = post "/events/{event_id}/withheld-seats", WithholdRequest, "the seats are withheld (or already were)",
+    WithholdProblems, idempotency_key: "recorded with the write",
+    |organizer, body, key| Command::Withhold {
         organizer,
         seats: body.seats,
         label: body.label,
         idempotency_key: key.clone(),
-    };
-    write(state, event_id, &headers, key, command).await
+    }
 }
 
-/// Put withheld seats back on sale. For an event with a waiting room, admission goes on
-/// against them (a sold-out event offers them to its waiting list).
-#[utoipa::path(
-    post, path = "/events/{event_id}/withheld-seats/return", tag = "organizers",
-    request_body = ReturnRequest,
-    params(("event_id" = EventId, Path),
-        ("Idempotency-Key" = Option<String>, Header, description = "recorded with the write",
-            min_length = 1, max_length = 255, pattern = "^[!-~]+$")),
-    responses(
-        (status = 200, description = "the seats are on sale (or already were)", body = EventWritten,
-            headers(("FrontRow-Position" = String))),
-        ReturnProblems
-    ),
-    security(("organizer_key" = []))
-)]
-pub(super) async fn return_seats(
-    axum::extract::State(state): axum::extract::State<CommandState>,
-    Organizer(organizer): Organizer,
-    ApiPath(event_id): ApiPath<EventId>,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<ReturnRequest>,
-) -> Result<impl IntoResponse, Problem> {
-    let key = idempotency_key(&headers)?;
-    let command = Command::ReturnWithheld {
+organizer_write! {
+    /// Put withheld seats back on sale. For an event with a waiting room, admission goes on
+    /// against them (a sold-out event offers them to its waiting list).
+    return_seats = post "/events/{event_id}/withheld-seats/return", ReturnRequest,
+    "the seats are on sale (or already were)", ReturnProblems, idempotency_key: "recorded with the write",
+    |organizer, body, key| Command::ReturnWithheld {
         organizer,
         seats: body.seats,
         idempotency_key: key.clone(),
-    };
-    write(state, event_id, &headers, key, command).await
+    }
 }

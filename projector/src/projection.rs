@@ -140,8 +140,9 @@ fn join(seats: &[SeatId]) -> String {
     seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// The columns that start both a reservation's and a booking's row: the reservation, its
-/// event, the customer, the seats and their count, the amount and its currency.
+/// The columns that start both a reservation's and a booking's row (see `order_table!` in
+/// [`crate::rows`]): the reservation, its event, the customer, the seats and their count, the
+/// amount and its currency.
 fn order_row(rid: Uuid, eid: Uuid, customer: &CustomerId, seats: &[SeatId], amount: &Money) -> Vec<Val> {
     vec![
         rid.into(),

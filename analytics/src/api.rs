@@ -17,7 +17,7 @@ use frontrow_http::auth::Organizer;
 use frontrow_http::{ApiPath, Problem};
 use frontrow_journal::Journal;
 use frontrow_projector::{SeatHistory, SeatHistoryEntry};
-use frontrow_query::replays::{Replayer, replay_permit};
+use frontrow_query::replays::{Replayer, replay_permit_or_overloaded};
 use frontrow_schema::{EventId, SeatId};
 use utoipa::OpenApi;
 
@@ -72,9 +72,7 @@ async fn seat_history(
 ) -> Result<Json<SeatHistory>, Problem> {
     // Organizers' seat histories have places of their own among the node's request-time
     // replays: anonymous past maps and stream resumes cannot take them all.
-    let _permit = replay_permit(Replayer::Organizer).ok_or_else(|| {
-        Problem::overloaded("this node is already replaying the log for other requests; retry shortly")
-    })?;
+    let _permit = replay_permit_or_overloaded(Replayer::Organizer)?;
     let Some((owner, history)) = seat_history_with_organizer(journal.as_ref(), event_id, &seat)
         .await
         .map_err(Problem::internal)?

@@ -27,7 +27,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use frontrow_journal::Position;
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::{
-    Currency, Envelope, Event, EventId, EventScheduled, QueueEvent, ReleaseReason, ReservationId, SeatId,
+    Currency, Envelope, Event, EventId, EventScheduled, QueueEvent, ReleaseReason, ReservationId, SeatId, SeatStatus,
 };
 use serde::Serialize;
 
@@ -192,15 +192,6 @@ pub struct EventReport {
     pub sold_at: Vec<Option<DateTime<Utc>>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Seat {
-    Available,
-    Held,
-    Booked,
-    /// Kept out of the sale by the organizer.
-    Withheld,
-}
-
 struct Hold {
     at: DateTime<Utc>,
     counted: bool,
@@ -211,7 +202,7 @@ struct EventFold {
     info: EventScheduled,
     currency: Currency,
     layout: SeatLayout,
-    seats: Vec<Seat>,
+    seats: Vec<SeatStatus>,
     booked: u64,
     held: u64,
     withheld: u64,
@@ -290,7 +281,7 @@ impl EventFold {
 
     fn reset_seats(&mut self) {
         let n = self.layout.len();
-        self.seats = vec![Seat::Available; n];
+        self.seats = vec![SeatStatus::Available; n];
         self.sold_at = vec![None; n];
         self.holds_per_seat = vec![0; n];
         self.ever_booked = vec![false; n];
@@ -303,19 +294,19 @@ impl EventFold {
         seats.iter().filter_map(|s| self.layout.index_of(s)).collect()
     }
 
-    fn set(&mut self, index: u32, to: Seat) {
+    fn set(&mut self, index: u32, to: SeatStatus) {
         let slot = &mut self.seats[index as usize];
         match *slot {
-            Seat::Held => self.held -= 1,
-            Seat::Booked => self.booked -= 1,
-            Seat::Withheld => self.withheld -= 1,
-            Seat::Available => {}
+            SeatStatus::Held => self.held -= 1,
+            SeatStatus::Booked => self.booked -= 1,
+            SeatStatus::Withheld => self.withheld -= 1,
+            SeatStatus::Available => {}
         }
         match to {
-            Seat::Held => self.held += 1,
-            Seat::Booked => self.booked += 1,
-            Seat::Withheld => self.withheld += 1,
-            Seat::Available => {}
+            SeatStatus::Held => self.held += 1,
+            SeatStatus::Booked => self.booked += 1,
+            SeatStatus::Withheld => self.withheld += 1,
+            SeatStatus::Available => {}
         }
         *slot = to;
     }
@@ -339,7 +330,7 @@ impl EventFold {
             Event::SeatsReserved(e) => {
                 let seats = self.indexes(&e.seats);
                 for &i in &seats {
-                    self.set(i, Seat::Held);
+                    self.set(i, SeatStatus::Held);
                     if counted {
                         self.holds_per_seat[i as usize] += 1;
                     }
@@ -355,7 +346,7 @@ impl EventFold {
             Event::SeatsBooked(e) => {
                 let seats = self.indexes(&e.seats);
                 for &i in &seats {
-                    self.set(i, Seat::Booked);
+                    self.set(i, SeatStatus::Booked);
                     self.sold_at[i as usize] = Some(time);
                     if counted {
                         self.ever_booked[i as usize] = true;
@@ -386,13 +377,13 @@ impl EventFold {
             Event::SeatsReleased(e) => {
                 let seats = self.indexes(&e.seats);
                 for &i in &seats {
-                    if e.reason == ReleaseReason::Refunded && counted && self.seats[i as usize] == Seat::Booked {
+                    if e.reason == ReleaseReason::Refunded && counted && self.seats[i as usize] == SeatStatus::Booked {
                         let (section, tier, price) = self.place(i);
                         let line = self.revenue.entry((section, tier)).or_default();
                         line.2 += 1;
                         line.3 = line.3.saturating_add(price);
                     }
-                    self.set(i, Seat::Available);
+                    self.set(i, SeatStatus::Available);
                     self.sold_at[i as usize] = None;
                 }
                 match e.reason {
@@ -404,12 +395,12 @@ impl EventFold {
             }
             Event::SeatsWithheld(e) => {
                 for i in self.indexes(&e.seats) {
-                    self.set(i, Seat::Withheld);
+                    self.set(i, SeatStatus::Withheld);
                 }
             }
             Event::SeatsReturned(e) => {
                 for i in self.indexes(&e.seats) {
-                    self.set(i, Seat::Available);
+                    self.set(i, SeatStatus::Available);
                 }
             }
             // Money facts without seat changes: the figures above already count what they did.

@@ -29,6 +29,31 @@ pub struct Batch {
     pub crash_before_commit: bool,
 }
 
+impl Batch {
+    /// Refuses the batch unless it starts at `stored`, the partition's position in the ledger.
+    pub(crate) fn check_from(&self, stored: u64) -> Result<(), LedgerError> {
+        if stored == self.from {
+            return Ok(());
+        }
+        Err(LedgerError::OutOfOrder {
+            partition: self.partition,
+            stored,
+            batch_from: self.from,
+        })
+    }
+
+    /// Commits `tx`, the transaction that wrote this batch and its position, or abandons it
+    /// when the batch asks for an injected crash.
+    pub(crate) async fn commit<DB: sqlx::Database>(&self, tx: sqlx::Transaction<'_, DB>) -> Result<(), LedgerError> {
+        if self.crash_before_commit {
+            drop(tx);
+            return Err(LedgerError::InjectedCrash);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
 /// What the ledger holds about events and reservations a batch refers to.
 #[derive(Debug, Default)]
 pub struct Lookup {

@@ -14,6 +14,7 @@
 //! [`api`] serves the ledger's reads over HTTP.
 
 pub mod api;
+mod dialect;
 mod error;
 mod ledger;
 mod postgres;

@@ -19,37 +19,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use frontrow_schema::{EventId, ReservationId};
-use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::{AssertSqlSafe, Postgres, Row, SqlSafeStr};
+use sqlx::query::Query;
+use sqlx::{AssertSqlSafe, Postgres, Row};
 use tracing::{info, instrument};
 use uuid::Uuid;
 
 use crate::LedgerError;
+use crate::dialect::{Dialect, fetch, ledger_migrator};
 use crate::ledger::{Batch, Ledger, Lookup};
 use crate::rows::{ALL_TABLES, Col, Op, Ty, Val};
-
-const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        1,
-        "ledger",
-        include_str!("../../schema/migrations/ledger/postgres/0001_ledger.sql"),
-    ),
-    (
-        2,
-        "withheld seats",
-        include_str!("../../schema/migrations/ledger/postgres/0002_withheld_seats.sql"),
-    ),
-];
-
-fn migrator() -> Migrator {
-    Migrator::with_migrations(
-        MIGRATIONS
-            .iter()
-            .map(|(v, d, sql)| Migration::new(*v, (*d).into(), MigrationType::Simple, sql.into_sql_str(), false))
-            .collect(),
-    )
-}
 
 /// A schema name we are willing to put into SQL.
 fn check_ident(name: &str) -> Result<(), LedgerError> {
@@ -112,7 +91,7 @@ impl PgLedger {
             .max_connections(connections)
             .connect_with(options)
             .await?;
-        migrator().run(&pool).await?;
+        ledger_migrator!("postgres").run(&pool).await?;
         Ok(Self {
             url: url.to_owned(),
             base: base.to_owned(),
@@ -137,20 +116,6 @@ impl PgLedger {
             .await?;
         admin.close().await;
         Ok(())
-    }
-}
-
-fn bind_val<'q>(
-    q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
-    v: Val,
-) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
-    match v {
-        Val::Null => q.bind(None::<String>),
-        Val::Uuid(u) => q.bind(u),
-        Val::Text(s) => q.bind(s),
-        Val::Int(i) => q.bind(i),
-        Val::Bool(b) => q.bind(b),
-        Val::Time(t) => q.bind(t),
     }
 }
 
@@ -251,20 +216,27 @@ async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerEr
     Ok(())
 }
 
-fn decode(row: &PgRow, types: &[Ty]) -> Result<Vec<Val>, LedgerError> {
-    types
-        .iter()
-        .enumerate()
-        .map(|(i, ty)| {
-            Ok(match ty {
-                Ty::Uuid => Val::opt(row.try_get::<Option<Uuid>, _>(i)?),
-                Ty::Text | Ty::Json => Val::opt(row.try_get::<Option<String>, _>(i)?),
-                Ty::Int => Val::opt(row.try_get::<Option<i64>, _>(i)?),
-                Ty::Bool => Val::opt(row.try_get::<Option<bool>, _>(i)?),
-                Ty::Time => Val::opt(row.try_get::<Option<DateTime<Utc>>, _>(i)?),
-            })
+impl Dialect for Postgres {
+    fn bind(q: Query<'_, Self, Self::Arguments>, v: Val) -> Query<'_, Self, Self::Arguments> {
+        match v {
+            Val::Null => q.bind(None::<String>),
+            Val::Uuid(u) => q.bind(u),
+            Val::Text(s) => q.bind(s),
+            Val::Int(i) => q.bind(i),
+            Val::Bool(b) => q.bind(b),
+            Val::Time(t) => q.bind(t),
+        }
+    }
+
+    fn decode(row: &PgRow, i: usize, ty: Ty) -> Result<Val, LedgerError> {
+        Ok(match ty {
+            Ty::Uuid => Val::opt(row.try_get::<Option<Uuid>, _>(i)?),
+            Ty::Text | Ty::Json => Val::opt(row.try_get::<Option<String>, _>(i)?),
+            Ty::Int => Val::opt(row.try_get::<Option<i64>, _>(i)?),
+            Ty::Bool => Val::opt(row.try_get::<Option<bool>, _>(i)?),
+            Ty::Time => Val::opt(row.try_get::<Option<DateTime<Utc>>, _>(i)?),
         })
-        .collect()
+    }
 }
 
 #[async_trait]
@@ -334,13 +306,7 @@ impl Ledger for PgLedger {
                 .bind(batch.partition as i32)
                 .fetch_one(&mut *tx)
                 .await?;
-        if stored as u64 != batch.from {
-            return Err(LedgerError::OutOfOrder {
-                partition: batch.partition,
-                stored: stored as u64,
-                batch_from: batch.from,
-            });
-        }
+        batch.check_from(stored as u64)?;
         for op in &batch.ops {
             write_op(&mut tx, op).await?;
         }
@@ -349,21 +315,11 @@ impl Ledger for PgLedger {
             .bind(batch.to as i64)
             .execute(&mut *tx)
             .await?;
-        if batch.crash_before_commit {
-            drop(tx);
-            return Err(LedgerError::InjectedCrash);
-        }
-        tx.commit().await?;
-        Ok(())
+        batch.commit(tx).await
     }
 
     async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
-        let mut q = sqlx::query(AssertSqlSafe(sql.to_owned()));
-        for p in params {
-            q = bind_val(q, p);
-        }
-        let rows = q.fetch_all(&self.pool).await?;
-        rows.iter().map(|r| decode(r, types)).collect()
+        fetch(&self.pool, sql, params, types).await
     }
 
     async fn dump(&self) -> Result<BTreeMap<String, Vec<String>>, LedgerError> {

@@ -140,8 +140,9 @@ fn join(seats: &[SeatId]) -> String {
     seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// The columns that start both a reservation's and a booking's row: the reservation, its
-/// event, the customer, the seats and their count, the amount and its currency.
+/// The columns that start both a reservation's and a booking's row (see `order_table!` in
+/// [`crate::rows`]): the reservation, its event, the customer, the seats and their count, the
+/// amount and its currency.
 fn order_row(rid: Uuid, eid: Uuid, customer: &CustomerId, seats: &[SeatId], amount: &Money) -> Vec<Val> {
     vec![
         rid.into(),
@@ -273,21 +274,8 @@ impl Fold {
             }
             Event::PaymentFailed(e) => {
                 let rid = e.reservation_id.as_uuid();
-                self.payments_new.insert(
-                    e.provider_event_id.clone(),
-                    vec![
-                        e.provider_event_id.as_str().into(),
-                        e.payment_intent.as_str().into(),
-                        rid.into(),
-                        eid.into(),
-                        Val::Null,
-                        Val::Null,
-                        "failed".into(),
-                        at.into(),
-                        Val::Null,
-                        Val::opt(e.message.clone()),
-                    ],
-                );
+                let ids = (e.provider_event_id.as_str(), e.payment_intent.as_str());
+                self.payment_row(eid, rid, ids, None, "failed", at, None, e.message.clone());
             }
             // Organizer holds move seats out of the sale and back, with no reservation and no money.
             Event::SeatsWithheld(e) => {
@@ -456,19 +444,37 @@ impl Fold {
         at: DateTime<Utc>,
         refunded_at: Option<DateTime<Utc>>,
     ) {
+        let ids = (p.provider_event_id.as_str(), p.payment_intent.as_str());
+        self.payment_row(eid, rid, ids, Some(&p.amount), status, at, refunded_at, None);
+    }
+
+    /// A new `payments` row: `ids` are the provider's event id and payment id, `paid` is
+    /// absent (and `message` may say why) for a failed payment.
+    #[expect(clippy::too_many_arguments, reason = "one payments row")]
+    fn payment_row(
+        &mut self,
+        eid: Uuid,
+        rid: Uuid,
+        (provider_event_id, payment_intent): (&str, &str),
+        paid: Option<&Money>,
+        status: &str,
+        at: DateTime<Utc>,
+        refunded_at: Option<DateTime<Utc>>,
+        message: Option<String>,
+    ) {
         self.payments_new.insert(
-            p.provider_event_id.clone(),
+            provider_event_id.to_owned(),
             vec![
-                p.provider_event_id.as_str().into(),
-                p.payment_intent.as_str().into(),
+                provider_event_id.into(),
+                payment_intent.into(),
                 rid.into(),
                 eid.into(),
-                p.amount.amount.into(),
-                p.amount.currency.as_str().into(),
+                Val::opt(paid.map(|m| m.amount)),
+                Val::opt(paid.map(|m| m.currency.as_str())),
                 status.into(),
                 at.into(),
                 Val::opt(refunded_at),
-                Val::Null,
+                Val::opt(message),
             ],
         );
     }

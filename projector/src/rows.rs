@@ -184,39 +184,42 @@ pub static SEATS: Table = Table {
     ],
 };
 
-pub static RESERVATIONS: Table = Table {
-    name: "reservations",
-    cols: &[
-        c("reservation_id", Uuid),
-        c("event_id", Uuid),
-        c("customer", Text),
-        c("seats", Text),
-        c("seat_count", Int),
-        c("amount", Int),
-        c("currency", Text),
-        c("hold_until", Time),
-        c("reserved_at", Time),
-        c("status", Text),
-        c("status_at", Time),
-    ],
-};
+/// A table of orders: the columns that start both a reservation's and a booking's row (the
+/// reservation, its event, the customer, the seats and their count, the amount and its
+/// currency), then the table's own.
+macro_rules! order_table {
+    ($name:literal, $($col:expr),* $(,)?) => {
+        Table {
+            name: $name,
+            cols: &[
+                c("reservation_id", Uuid),
+                c("event_id", Uuid),
+                c("customer", Text),
+                c("seats", Text),
+                c("seat_count", Int),
+                c("amount", Int),
+                c("currency", Text),
+                $($col),*
+            ],
+        }
+    };
+}
 
-pub static BOOKINGS: Table = Table {
-    name: "bookings",
-    cols: &[
-        c("reservation_id", Uuid),
-        c("event_id", Uuid),
-        c("customer", Text),
-        c("seats", Text),
-        c("seat_count", Int),
-        c("amount", Int),
-        c("currency", Text),
-        c("provider_event_id", Text),
-        c("late", Bool),
-        c("booked_at", Time),
-        c("cancelled_at", Time),
-    ],
-};
+pub static RESERVATIONS: Table = order_table!(
+    "reservations",
+    c("hold_until", Time),
+    c("reserved_at", Time),
+    c("status", Text),
+    c("status_at", Time),
+);
+
+pub static BOOKINGS: Table = order_table!(
+    "bookings",
+    c("provider_event_id", Text),
+    c("late", Bool),
+    c("booked_at", Time),
+    c("cancelled_at", Time),
+);
 
 pub static PAYMENTS: Table = Table {
     name: "payments",

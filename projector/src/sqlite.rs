@@ -16,45 +16,23 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use frontrow_schema::{EventId, ReservationId};
-use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::query::Query;
 use sqlx::sqlite::{
-    SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
-use sqlx::{AssertSqlSafe, Row, SqlSafeStr, Sqlite};
+use sqlx::{AssertSqlSafe, Row, Sqlite};
 use tracing::{info, instrument};
 use uuid::Uuid;
 
 use crate::LedgerError;
+use crate::dialect::{Dialect, fetch, ledger_migrator};
 use crate::ledger::{Batch, Ledger, Lookup};
 use crate::rows::{ALL_TABLES, Op, Ty, Val, sqlite_time};
-
-const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (
-        1,
-        "ledger",
-        include_str!("../../schema/migrations/ledger/sqlite/0001_ledger.sql"),
-    ),
-    (
-        2,
-        "withheld seats",
-        include_str!("../../schema/migrations/ledger/sqlite/0002_withheld_seats.sql"),
-    ),
-];
 
 /// SQLite's default limit on bound parameters per statement is 32766.
 const MAX_PARAMS: usize = 32_000;
 
 const POINTER: &str = "ledger.current";
-
-fn migrator() -> Migrator {
-    Migrator::with_migrations(
-        MIGRATIONS
-            .iter()
-            .map(|(v, d, sql)| Migration::new(*v, (*d).into(), MigrationType::Simple, sql.into_sql_str(), false))
-            .collect(),
-    )
-}
 
 /// A SQLite ledger: the serving generation of a directory, or one rebuild generation in it.
 pub struct SqliteLedger {
@@ -83,7 +61,7 @@ async fn open_pool(path: &Path) -> Result<SqlitePool, LedgerError> {
         .max_connections(4)
         .connect_with(options)
         .await?;
-    migrator().run(&pool).await?;
+    ledger_migrator!("sqlite").run(&pool).await?;
     Ok(pool)
 }
 
@@ -153,20 +131,6 @@ impl SqliteLedger {
     }
 }
 
-fn bind_val<'q>(
-    q: sqlx::query::Query<'q, Sqlite, SqliteArguments>,
-    v: Val,
-) -> sqlx::query::Query<'q, Sqlite, SqliteArguments> {
-    match v {
-        Val::Null => q.bind(None::<String>),
-        Val::Uuid(u) => q.bind(u.hyphenated().to_string()),
-        Val::Text(s) => q.bind(s),
-        Val::Int(i) => q.bind(i),
-        Val::Bool(b) => q.bind(i64::from(b)),
-        Val::Time(t) => q.bind(sqlite_time(&t)),
-    }
-}
-
 fn placeholders(rows: usize, cols: usize) -> String {
     let row = format!("({})", vec!["?"; cols].join(", "));
     vec![row; rows].join(", ")
@@ -185,7 +149,7 @@ async fn write_op(conn: &mut sqlx::SqliteConnection, op: &Op) -> Result<(), Ledg
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql));
                 for v in chunk.iter().flatten() {
-                    q = bind_val(q, v.clone());
+                    q = Sqlite::bind(q, v.clone());
                 }
                 q.execute(&mut *conn).await?;
             }
@@ -208,7 +172,7 @@ async fn write_op(conn: &mut sqlx::SqliteConnection, op: &Op) -> Result<(), Ledg
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql));
                 for v in chunk.iter().flatten() {
-                    q = bind_val(q, v.clone());
+                    q = Sqlite::bind(q, v.clone());
                 }
                 q.execute(&mut *conn).await?;
             }
@@ -223,7 +187,7 @@ async fn write_op(conn: &mut sqlx::SqliteConnection, op: &Op) -> Result<(), Ledg
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql));
                 for v in chunk {
-                    q = bind_val(q, v.clone());
+                    q = Sqlite::bind(q, v.clone());
                 }
                 q.execute(&mut *conn).await?;
             }
@@ -232,30 +196,37 @@ async fn write_op(conn: &mut sqlx::SqliteConnection, op: &Op) -> Result<(), Ledg
     Ok(())
 }
 
-fn decode(row: &SqliteRow, types: &[Ty]) -> Result<Vec<Val>, LedgerError> {
-    types
-        .iter()
-        .enumerate()
-        .map(|(i, ty)| {
-            Ok(match ty {
-                Ty::Uuid => match row.try_get::<Option<String>, _>(i)? {
-                    None => Val::Null,
-                    Some(s) => Val::Uuid(Uuid::parse_str(&s).map_err(|e| LedgerError::Corrupt(e.to_string()))?),
-                },
-                Ty::Text | Ty::Json => Val::opt(row.try_get::<Option<String>, _>(i)?),
-                Ty::Int => Val::opt(row.try_get::<Option<i64>, _>(i)?),
-                Ty::Bool => Val::opt(row.try_get::<Option<i64>, _>(i)?.map(|b| b != 0)),
-                Ty::Time => match row.try_get::<Option<String>, _>(i)? {
-                    None => Val::Null,
-                    Some(s) => Val::Time(
-                        DateTime::parse_from_rfc3339(&s)
-                            .map_err(|e| LedgerError::Corrupt(e.to_string()))?
-                            .with_timezone(&Utc),
-                    ),
-                },
-            })
+impl Dialect for Sqlite {
+    fn bind(q: Query<'_, Self, Self::Arguments>, v: Val) -> Query<'_, Self, Self::Arguments> {
+        match v {
+            Val::Null => q.bind(None::<String>),
+            Val::Uuid(u) => q.bind(u.hyphenated().to_string()),
+            Val::Text(s) => q.bind(s),
+            Val::Int(i) => q.bind(i),
+            Val::Bool(b) => q.bind(i64::from(b)),
+            Val::Time(t) => q.bind(sqlite_time(&t)),
+        }
+    }
+
+    fn decode(row: &SqliteRow, i: usize, ty: Ty) -> Result<Val, LedgerError> {
+        Ok(match ty {
+            Ty::Uuid => match row.try_get::<Option<String>, _>(i)? {
+                None => Val::Null,
+                Some(s) => Val::Uuid(Uuid::parse_str(&s).map_err(|e| LedgerError::Corrupt(e.to_string()))?),
+            },
+            Ty::Text | Ty::Json => Val::opt(row.try_get::<Option<String>, _>(i)?),
+            Ty::Int => Val::opt(row.try_get::<Option<i64>, _>(i)?),
+            Ty::Bool => Val::opt(row.try_get::<Option<i64>, _>(i)?.map(|b| b != 0)),
+            Ty::Time => match row.try_get::<Option<String>, _>(i)? {
+                None => Val::Null,
+                Some(s) => Val::Time(
+                    DateTime::parse_from_rfc3339(&s)
+                        .map_err(|e| LedgerError::Corrupt(e.to_string()))?
+                        .with_timezone(&Utc),
+                ),
+            },
         })
-        .collect()
+    }
 }
 
 #[async_trait]
@@ -318,14 +289,7 @@ impl Ledger for SqliteLedger {
             .bind(i64::from(batch.partition))
             .fetch_optional(&mut *tx)
             .await?;
-        let stored = stored.unwrap_or(0) as u64;
-        if stored != batch.from {
-            return Err(LedgerError::OutOfOrder {
-                partition: batch.partition,
-                stored,
-                batch_from: batch.from,
-            });
-        }
+        batch.check_from(stored.unwrap_or(0) as u64)?;
         for op in &batch.ops {
             write_op(&mut tx, op).await?;
         }
@@ -337,21 +301,11 @@ impl Ledger for SqliteLedger {
         .bind(batch.to as i64)
         .execute(&mut *tx)
         .await?;
-        if batch.crash_before_commit {
-            drop(tx);
-            return Err(LedgerError::InjectedCrash);
-        }
-        tx.commit().await?;
-        Ok(())
+        batch.commit(tx).await
     }
 
     async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
-        let mut q = sqlx::query(AssertSqlSafe(sql.to_owned()));
-        for p in params {
-            q = bind_val(q, p);
-        }
-        let rows = q.fetch_all(&self.pool().await?).await?;
-        rows.iter().map(|r| decode(r, types)).collect()
+        fetch(&self.pool().await?, sql, params, types).await
     }
 
     async fn dump(&self) -> Result<BTreeMap<String, Vec<String>>, LedgerError> {

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
 use crate::catalog::Catalog;
-use crate::replays::{Replayer, replay_permit};
+use crate::replays::{Replayer, replay_permit_or_overloaded};
 use crate::streams::StreamSlots;
 use crate::travel::{At, TravelError, TravelLimits};
 use crate::views::{
@@ -338,9 +338,7 @@ async fn availability(
     let Some(at) = at else {
         return live_availability(&catalog, &event_id, &headers);
     };
-    let _permit = replay_permit(Replayer::Public).ok_or_else(|| {
-        Problem::overloaded("this node is already replaying the log for other requests; retry shortly")
-    })?;
+    let _permit = replay_permit_or_overloaded(Replayer::Public)?;
     let past = crate::travel::replay_to(catalog.journal().as_ref(), event_id, at, TravelLimits::default())
         .await
         .map_err(|e| match e {
@@ -357,6 +355,7 @@ mod tests {
     use axum::http::header::IF_NONE_MATCH;
 
     use super::*;
+    use crate::replays::replay_permit;
 
     use tower::ServiceExt;
 

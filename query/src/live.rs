@@ -127,12 +127,11 @@ impl LiveEvent {
                 self.reset_seats();
                 applied.changed = true;
             }
-            Event::SeatsReserved(e) => applied = self.set(&e.seats, SeatStatus::Held),
-            Event::SeatsBooked(e) => applied = self.set(&e.seats, SeatStatus::Booked),
-            Event::SeatsReleased(e) => applied = self.set(&e.seats, SeatStatus::Available),
-            Event::SeatsWithheld(e) => applied = self.set(&e.seats, SeatStatus::Withheld),
-            Event::SeatsReturned(e) => applied = self.set(&e.seats, SeatStatus::Available),
-            Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => {}
+            _ => {
+                if let Some((seats, to)) = event.seat_move() {
+                    applied = self.set(seats, to);
+                }
+            }
         }
         if applied.changed {
             self.position = at;

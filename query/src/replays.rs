@@ -8,6 +8,7 @@
 //! places; organizers' seat histories have [`MAX_ORGANIZER_REPLAYS`] of their own (and take a
 //! public one when theirs are busy), so anonymous traffic cannot lock organizers out.
 
+use frontrow_http::Problem;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Places for anonymous replays (past maps, stream resumes).
@@ -58,6 +59,12 @@ pub static REPLAYS: ReplayPlaces = ReplayPlaces::new(MAX_PUBLIC_REPLAYS, MAX_ORG
 /// A place among this process's request-time replays for `who`, or `None` when all are taken.
 pub fn replay_permit(who: Replayer) -> Option<SemaphorePermit<'static>> {
     REPLAYS.try_place(who)
+}
+
+/// [`replay_permit`] for a request that cannot run without one: no place is `503 overloaded`.
+pub fn replay_permit_or_overloaded(who: Replayer) -> Result<SemaphorePermit<'static>, Problem> {
+    replay_permit(who)
+        .ok_or_else(|| Problem::overloaded("this node is already replaying the log for other requests; retry shortly"))
 }
 
 #[cfg(test)]

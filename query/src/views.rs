@@ -10,39 +10,8 @@ use frontrow_schema::{Currency, EventId, SeatAttributes, SeatMap, SectionCode, T
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// Where one seat stands. Stored as one byte per seat; shown as one letter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum SeatStatus {
-    #[default]
-    Available,
-    /// Reserved by someone until their hold ends or they pay.
-    Held,
-    Booked,
-    /// Kept out of the sale by the organizer (house seats, production holds): not for sale.
-    Withheld,
-}
-
-impl SeatStatus {
-    /// The letter of this status in an availability map's row strings.
-    pub fn letter(self) -> char {
-        match self {
-            SeatStatus::Available => 'A',
-            SeatStatus::Held => 'H',
-            SeatStatus::Booked => 'B',
-            SeatStatus::Withheld => 'W',
-        }
-    }
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            SeatStatus::Available => "available",
-            SeatStatus::Held => "held",
-            SeatStatus::Booked => "booked",
-            SeatStatus::Withheld => "withheld",
-        }
-    }
-}
+/// Where one seat stands (the contract's, shown here as one letter per seat).
+pub use frontrow_schema::SeatStatus;
 
 /// How many seats are in each state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, ToSchema)]

@@ -56,6 +56,59 @@ impl Event {
             _ => None,
         }
     }
+
+    /// The seats this fact moves and where it moves them; `None` for a fact that moves no seat
+    /// (a new seat map frees every seat instead). Every reader that keeps seat states follows
+    /// this one rule.
+    pub fn seat_move(&self) -> Option<(&[SeatId], SeatStatus)> {
+        match self {
+            Event::SeatsReserved(e) => Some((&e.seats, SeatStatus::Held)),
+            Event::SeatsBooked(e) => Some((&e.seats, SeatStatus::Booked)),
+            Event::SeatsReleased(e) => Some((&e.seats, SeatStatus::Available)),
+            Event::SeatsWithheld(e) => Some((&e.seats, SeatStatus::Withheld)),
+            Event::SeatsReturned(e) => Some((&e.seats, SeatStatus::Available)),
+            Event::EventScheduled(_)
+            | Event::SeatMapChanged(_)
+            | Event::PaymentRefunded(_)
+            | Event::PaymentFailed(_)
+            | Event::Queue(_) => None,
+        }
+    }
+}
+
+/// Where one seat stands, as the seat facts move it. Readers keep it as one byte per seat; the
+/// availability maps show it as one letter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum SeatStatus {
+    #[default]
+    Available,
+    /// Reserved by someone until their hold ends or they pay.
+    Held,
+    Booked,
+    /// Kept out of the sale by the organizer (house seats, production holds): not for sale.
+    Withheld,
+}
+
+impl SeatStatus {
+    /// The letter of this status in an availability map's row strings.
+    pub fn letter(self) -> char {
+        match self {
+            SeatStatus::Available => 'A',
+            SeatStatus::Held => 'H',
+            SeatStatus::Booked => 'B',
+            SeatStatus::Withheld => 'W',
+        }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SeatStatus::Available => "available",
+            SeatStatus::Held => "held",
+            SeatStatus::Booked => "booked",
+            SeatStatus::Withheld => "withheld",
+        }
+    }
 }
 
 /// An organizer put an event on sale at `onsale_at`.

@@ -18,7 +18,7 @@ pub mod snapshot;
 pub use envelope::{DecodeError, Envelope, decode, encode};
 pub use events::{
     Event, EventScheduled, Payment, PaymentFailed, PaymentRefunded, RefundReason, ReleaseReason, SeatMapChanged,
-    SeatsBooked, SeatsReleased, SeatsReserved, SeatsReturned, SeatsWithheld,
+    SeatStatus, SeatsBooked, SeatsReleased, SeatsReserved, SeatsReturned, SeatsWithheld,
 };
 pub use ids::{CustomerId, EventId, InvalidId, OrganizerId, ReservationId};
 pub use queue::{

@@ -19,7 +19,7 @@ use anyhow::Context;
 use frontrow_journal::{Follower, Journal, Offset, StoredRecord};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::seatmap::SeatLayout;
-use frontrow_schema::{Envelope, Event, EventId, EventScheduled, SeatId, SeatMap, decode};
+use frontrow_schema::{Envelope, Event, EventId, EventScheduled, SeatId, SeatMap, SeatStatus, decode};
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
@@ -29,20 +29,11 @@ use crate::index::{Batch, EventDoc, Positions, SearchIndex};
 pub const BATCH: usize = 1024;
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Seat {
-    Available,
-    Held,
-    Booked,
-    /// Kept out of the sale by the organizer: not a seat left to buy.
-    Withheld,
-}
-
 /// One event as the projector tracks it.
 struct Tracked {
     info: EventScheduled,
     layout: SeatLayout,
-    seats: Vec<Seat>,
+    seats: Vec<SeatStatus>,
     left: u32,
 }
 
@@ -59,15 +50,15 @@ impl Tracked {
     }
 
     fn reset(&mut self) {
-        self.seats = vec![Seat::Available; self.layout.len()];
+        self.seats = vec![SeatStatus::Available; self.layout.len()];
         self.left = self.seats.len() as u32;
     }
 
-    fn set(&mut self, seats: &[SeatId], to: Seat) {
+    fn set(&mut self, seats: &[SeatId], to: SeatStatus) {
         for seat in seats {
             let Some(i) = self.layout.index_of(seat) else { continue };
             let from = std::mem::replace(&mut self.seats[i as usize], to);
-            match (from == Seat::Available, to == Seat::Available) {
+            match (from == SeatStatus::Available, to == SeatStatus::Available) {
                 (true, false) => self.left -= 1,
                 (false, true) => self.left += 1,
                 _ => {}
@@ -165,13 +156,11 @@ impl PartitionState {
                 t.layout = SeatLayout::new(e.seat_map.clone());
                 t.reset();
             }
-            Event::SeatsReserved(e) => t.set(&e.seats, Seat::Held),
-            Event::SeatsBooked(e) => t.set(&e.seats, Seat::Booked),
-            Event::SeatsReleased(e) => t.set(&e.seats, Seat::Available),
-            Event::SeatsWithheld(e) => t.set(&e.seats, Seat::Withheld),
-            Event::SeatsReturned(e) => t.set(&e.seats, Seat::Available),
-            Event::EventScheduled(_) | Event::PaymentRefunded(_) | Event::PaymentFailed(_) | Event::Queue(_) => {
-                return false;
+            _ => {
+                let Some((seats, to)) = envelope.event.seat_move() else {
+                    return false;
+                };
+                t.set(seats, to);
             }
         }
         true

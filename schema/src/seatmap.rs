@@ -683,20 +683,16 @@ impl SeatLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testsuite::{seat_map, seated, standing};
 
     pub(crate) fn small_map() -> SeatMap {
-        serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
-                      {"code": "STD", "name": "Standard", "price": 4500}],
-            "sections": [
-                {"code": "A", "name": "Floor A", "rows": [
-                    {"name": "1", "seats": 4, "tier": "GOLD"},
-                    {"name": "2", "seats": 3, "tier": "STD"}]},
-                {"code": "B", "name": "Balcony", "rows": [
-                    {"name": "1", "seats": 2, "tier": "STD"}]}
-            ]
-        }))
-        .unwrap()
+        seat_map(
+            &[("GOLD", "Gold", 9900), ("STD", "Standard", 4500)],
+            vec![
+                seated("A", "Floor A", &[("1", 4, "GOLD"), ("2", 3, "STD")]),
+                seated("B", "Balcony", &[("1", 2, "STD")]),
+            ],
+        )
     }
 
     #[test]
@@ -827,15 +823,13 @@ mod tests {
     }
 
     fn mixed_map() -> SeatMap {
-        serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
-                      {"code": "GA", "name": "Standing", "price": 3500}],
-            "sections": [
-                {"code": "A", "name": "Floor A", "rows": [{"name": "1", "seats": 4, "tier": "GOLD"}]},
-                {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 5, "tier": "GA"}}
-            ]
-        }))
-        .unwrap()
+        seat_map(
+            &[("GOLD", "Gold", 9900), ("GA", "Standing", 3500)],
+            vec![
+                seated("A", "Floor A", &[("1", 4, "GOLD")]),
+                standing("FLOOR", "Standing floor", 5, "GA"),
+            ],
+        )
     }
 
     #[test]

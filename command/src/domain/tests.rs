@@ -8,9 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
+use frontrow_schema::testsuite::{self, seated};
 use frontrow_schema::*;
 use proptest::prelude::*;
-use uuid::Uuid;
 
 use super::test_support::{self, *};
 use super::*;
@@ -26,25 +26,12 @@ const MAX_PER_ORDER: u8 = 4;
 /// The event starts this many minutes after the onsale.
 const STARTS_AFTER: i64 = 240;
 
-fn event_id() -> EventId {
-    EventId::from_uuid(Uuid::from_u128(0xE))
-}
-
 fn seat_map() -> SeatMap {
-    let rows = serde_json::json!([
-        {"name": "1", "seats": 5, "tier": "GOLD"},
-        {"name": "2", "seats": 5, "tier": "STD"},
-        {"name": "3", "seats": 5, "tier": "STD"}
-    ]);
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "GOLD", "name": "Gold", "price": GOLD},
-                  {"code": "STD", "name": "Standard", "price": STD}],
-        "sections": [
-            {"code": "A", "name": "Floor", "rows": rows},
-            {"code": "B", "name": "Balcony", "rows": rows}
-        ]
-    }))
-    .unwrap()
+    let rows = [("1", 5, "GOLD"), ("2", 5, "STD"), ("3", 5, "STD")];
+    testsuite::seat_map(
+        &[("GOLD", "Gold", GOLD), ("STD", "Standard", STD)],
+        vec![seated("A", "Floor", &rows), seated("B", "Balcony", &rows)],
+    )
 }
 
 const SEAT_COUNT: usize = 30;

@@ -1,9 +1,9 @@
 //! General admission: reserving counts of places from a standing zone, decided on the pure
 //! domain (given / when / then), and a property test of the zone's invariants.
 
+use frontrow_schema::testsuite::{self, seated, standing};
 use frontrow_schema::*;
 use proptest::prelude::*;
-use uuid::Uuid;
 
 use super::test_support::{self, seats as ids, section as code, *};
 use super::*;
@@ -14,21 +14,15 @@ const PLACE: i64 = 2000;
 const CAPACITY: u32 = 6;
 const MAX_PER_ORDER: u8 = 4;
 
-fn event_id() -> EventId {
-    EventId::from_uuid(Uuid::from_u128(0x6A))
-}
-
 /// Section `A`: one row of 4 seats; `FLOOR`: a standing zone of [`CAPACITY`] places.
 fn info(max_seats_per_customer: Option<u16>) -> EventScheduled {
-    let seat_map = serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "SEAT", "name": "Seated", "price": SEAT},
-                  {"code": "GA", "name": "Standing", "price": PLACE}],
-        "sections": [
-            {"code": "A", "name": "Seats", "rows": [{"name": "1", "seats": 4, "tier": "SEAT"}]},
-            {"code": "FLOOR", "name": "Floor", "standing": {"capacity": CAPACITY, "tier": "GA"}}
-        ]
-    }))
-    .unwrap();
+    let seat_map = testsuite::seat_map(
+        &[("SEAT", "Seated", SEAT), ("GA", "Standing", PLACE)],
+        vec![
+            seated("A", "Seats", &[("1", 4, "SEAT")]),
+            standing("FLOOR", "Floor", CAPACITY, "GA"),
+        ],
+    );
     EventScheduled {
         title: "Club Night".into(),
         starts_at: at(240),

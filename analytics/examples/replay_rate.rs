@@ -20,11 +20,10 @@ use std::time::Instant;
 
 use anyhow::Context;
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use common::{Pair, Stamps, bench_event, seat_map};
+use common::{EventLog, bench_event, seat_map};
 use frontrow_analytics::{At, ReplayOptions, TravelLimits, analyse, availability_at, seat_history};
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, Record, SqliteJournal};
 use frontrow_schema::partition::partition_of;
-use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -73,33 +72,15 @@ async fn event_log(
     start: DateTime<Utc>,
     rounds: u32,
 ) -> anyhow::Result<()> {
-    let map = seat_map(SECTIONS);
-    let layout = SeatLayout::new(map.clone());
-    let eur = Currency::parse("EUR")?;
-    let mut stamps = Stamps::new(event);
-    let mut now = start;
     let onsale = start + Duration::minutes(5);
-    let scheduled = bench_event(event, map, onsale, start + Duration::days(30))?;
-    sink.push(event, stamps.envelope(Event::EventScheduled(scheduled), now))
-        .await?;
-    now = onsale;
-    let n = layout.len() as u32;
-    for round in 0..=rounds {
-        for first in (0..n).step_by(2) {
-            now += Duration::milliseconds(rng.random_range(0..3));
-            let pair = Pair::new(&layout, first, rng, eur)?;
-            sink.push(event, stamps.envelope(pair.reserved(now), now)).await?;
-            if round < rounds {
-                let reason = match rng.random_range(0..10) {
-                    0..6 => ReleaseReason::Expired,
-                    6..9 => ReleaseReason::Released,
-                    _ => ReleaseReason::PaymentFailed,
-                };
-                sink.push(event, stamps.envelope(pair.released(reason), now)).await?;
-                continue;
-            }
-            sink.push(event, stamps.envelope(pair.booked(), now)).await?;
-        }
+    let info = bench_event(event, seat_map(SECTIONS), onsale, start + Duration::days(30))?;
+    let log = EventLog::new(info, start, rng, rounds, 0..3, |rng| match rng.random_range(0..10) {
+        0..6 => ReleaseReason::Expired,
+        6..9 => ReleaseReason::Released,
+        _ => ReleaseReason::PaymentFailed,
+    });
+    for env in log {
+        sink.push(event, env?).await?;
     }
     Ok(())
 }

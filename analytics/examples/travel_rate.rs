@@ -19,16 +19,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use common::{Pair, Stamps, bench_event, seat_map};
+use common::{EventLog, bench_event, seat_map};
 use frontrow_analytics::{At, TravelLimits};
 use frontrow_command::clock::ManualClock;
 use frontrow_command::writer::{WriterConfig, Writers};
 use frontrow_journal::{Journal, Position, Record, SnapshotBound, SqliteJournal};
 use frontrow_query::travel::{replay_from_start, replay_to};
-use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 const ROUNDS: u32 = 4;
 const BATCH: usize = 10_000;
@@ -85,29 +84,14 @@ async fn event_log(
     event: EventId,
     start: DateTime<Utc>,
 ) -> anyhow::Result<DateTime<Utc>> {
-    let map = seat_map(10);
-    let layout = SeatLayout::new(map.clone());
-    let eur = Currency::parse("EUR")?;
-    let mut stamps = Stamps::new(event);
-    let mut now = start;
-    let scheduled = bench_event(event, map, start, start + Duration::days(300))?;
-    sink.push(stamps.envelope(Event::EventScheduled(scheduled), now))
-        .await?;
-    let n = layout.len() as u32;
-    for round in 0..=ROUNDS {
-        for first in (0..n).step_by(2) {
-            now += Duration::milliseconds(rng.random_range(1..4));
-            let pair = Pair::new(&layout, first, rng, eur)?;
-            sink.push(stamps.envelope(pair.reserved(now), now)).await?;
-            let fact = if round < ROUNDS {
-                pair.released(ReleaseReason::Released)
-            } else {
-                pair.booked()
-            };
-            sink.push(stamps.envelope(fact, now)).await?;
-        }
+    let info = bench_event(event, seat_map(10), start, start + Duration::days(300))?;
+    let mut last = start;
+    for env in EventLog::new(info, start, rng, ROUNDS, 1..4, |_| ReleaseReason::Released) {
+        let env = env?;
+        last = env.time;
+        sink.push(env).await?;
     }
-    Ok(now)
+    Ok(last)
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{Duration, TimeZone, Utc};
 use common::{EventLog, bench_event, seat_map};
 use frontrow_analytics::{At, ReplayOptions, TravelLimits, analyse, availability_at, seat_history};
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, Record, SqliteJournal};
@@ -42,19 +42,18 @@ struct Sink {
     written: u64,
 }
 
-impl Sink {
-    async fn push(&mut self, event: EventId, env: Envelope) -> anyhow::Result<()> {
-        let partition = partition_of(&event, PARTITIONS) as usize;
-        self.pending[partition].push(Record {
-            key: event.to_string().into_bytes(),
-            value: encode(&env),
-        });
+impl common::Sink for Sink {
+    async fn push(&mut self, env: Envelope) -> anyhow::Result<()> {
+        let partition = partition_of(&env.event_id, PARTITIONS) as usize;
+        self.pending[partition].push(common::record(&env));
         if self.pending[partition].len() >= BATCH {
             self.flush(partition).await?;
         }
         Ok(())
     }
+}
 
+impl Sink {
     async fn flush(&mut self, partition: usize) -> anyhow::Result<()> {
         let records = std::mem::take(&mut self.pending[partition]);
         self.written += records.len() as u64;
@@ -63,26 +62,14 @@ impl Sink {
     }
 }
 
-/// One event's facts: each seat pair goes through `rounds` holds that end without a sale, then a
-/// booking; one booking in fifty is refunded.
-async fn event_log(
-    sink: &mut Sink,
-    rng: &mut StdRng,
-    event: EventId,
-    start: DateTime<Utc>,
-    rounds: u32,
-) -> anyhow::Result<()> {
-    let onsale = start + Duration::minutes(5);
-    let info = bench_event(event, seat_map(SECTIONS), onsale, start + Duration::days(30))?;
-    let log = EventLog::new(info, start, rng, rounds, 0..3, |rng| match rng.random_range(0..10) {
+/// How a hold ends without a sale: mostly it expires, often it is let go, sometimes its
+/// payment fails.
+fn unsold(rng: &mut StdRng) -> ReleaseReason {
+    match rng.random_range(0..10) {
         0..6 => ReleaseReason::Expired,
         6..9 => ReleaseReason::Released,
         _ => ReleaseReason::PaymentFailed,
-    });
-    for env in log {
-        sink.push(event, env?).await?;
     }
-    Ok(())
 }
 
 async fn open(target: &str) -> anyhow::Result<(Arc<dyn Journal>, Option<(String, String)>)> {
@@ -147,7 +134,17 @@ async fn main() -> anyhow::Result<()> {
         for i in 0..events {
             let event = EventId::from_uuid(uuid::Uuid::from_u64_pair(2027, i + 1));
             first_event.get_or_insert(event);
-            event_log(&mut sink, &mut rng, event, start + Duration::hours(i as i64), rounds).await?;
+            // Each seat pair goes through `rounds` holds that end without a sale, then a booking.
+            let start = start + Duration::hours(i as i64);
+            let info = bench_event(
+                event,
+                seat_map(SECTIONS),
+                start + Duration::minutes(5),
+                start + Duration::days(30),
+            )?;
+            EventLog::new(info, start, &mut rng, rounds, 0..3, unsold)
+                .write_to(&mut sink)
+                .await?;
             if i % 10 == 9 {
                 eprintln!("written {} records", sink.written);
             }

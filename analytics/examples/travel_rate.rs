@@ -18,7 +18,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{Duration, TimeZone, Utc};
 use common::{EventLog, bench_event, seat_map};
 use frontrow_analytics::{At, TravelLimits};
 use frontrow_command::clock::ManualClock;
@@ -43,18 +43,17 @@ struct Sink {
     writer_seconds: f64,
 }
 
-impl Sink {
+impl common::Sink for Sink {
     async fn push(&mut self, env: Envelope) -> anyhow::Result<()> {
-        self.pending.push(Record {
-            key: env.event_id.to_string().into_bytes(),
-            value: encode(&env),
-        });
+        self.pending.push(common::record(&env));
         if self.pending.len() >= BATCH {
             self.flush().await?;
         }
         Ok(())
     }
+}
 
+impl Sink {
     async fn flush(&mut self) -> anyhow::Result<()> {
         let records = std::mem::take(&mut self.pending);
         self.written += records.len() as u64;
@@ -75,23 +74,6 @@ impl Sink {
         }
         Ok(())
     }
-}
-
-/// One event's facts, each pair held and released `ROUNDS` times, then booked.
-async fn event_log(
-    sink: &mut Sink,
-    rng: &mut StdRng,
-    event: EventId,
-    start: DateTime<Utc>,
-) -> anyhow::Result<DateTime<Utc>> {
-    let info = bench_event(event, seat_map(10), start, start + Duration::days(300))?;
-    let mut last = start;
-    for env in EventLog::new(info, start, rng, ROUNDS, 1..4, |_| ReleaseReason::Released) {
-        let env = env?;
-        last = env.time;
-        sink.push(env).await?;
-    }
-    Ok(last)
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -131,7 +113,10 @@ async fn main() -> anyhow::Result<()> {
     while sink.written + (sink.pending.len() as u64) < records {
         let event = EventId::new();
         events.push((event, sink.written + sink.pending.len() as u64));
-        now = event_log(&mut sink, &mut rng, event, now).await? + Duration::seconds(1);
+        // Each pair held and released `ROUNDS` times, then booked.
+        let info = bench_event(event, seat_map(10), now, now + Duration::days(300))?;
+        let log = EventLog::new(info, now, &mut rng, ROUNDS, 1..4, |_| ReleaseReason::Released);
+        now = log.write_to(&mut sink).await? + Duration::seconds(1);
     }
     sink.flush().await?;
     let end = journal.end_offset(0).await?;

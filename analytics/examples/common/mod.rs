@@ -1,11 +1,12 @@
 //! What the analytics benchmarks share: their big seat map, the bench event, the facts of one
 //! seat pair held by a random fan and then released or booked, numbered in order, and the log
-//! of one event made of such pairs.
+//! of one event made of such pairs, which each benchmark appends to its own [`Sink`].
 
 use std::ops::Range;
 
 use chrono::{DateTime, Duration, Utc};
 use frontrow_command::writer::Meta;
+use frontrow_journal::Record;
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
 use rand::Rng;
@@ -135,6 +136,19 @@ impl Pair {
     }
 }
 
+/// Where a benchmark appends the envelopes of its log.
+pub trait Sink {
+    async fn push(&mut self, env: Envelope) -> anyhow::Result<()>;
+}
+
+/// The journal record of an envelope, keyed by its event.
+pub fn record(env: &Envelope) -> Record {
+    Record {
+        key: env.event_id.to_string().into_bytes(),
+        value: encode(env),
+    }
+}
+
 /// One bench event's log, envelope by envelope: the event scheduled at the start, then from its
 /// onsale `rounds + 1` passes over its seat pairs. In each pass every pair is held by a random
 /// fan a few milliseconds (`step_ms`) after the fact before, and its hold ends at once:
@@ -179,6 +193,19 @@ impl<'r, F: FnMut(&mut StdRng) -> ReleaseReason> EventLog<'r, F> {
             release,
             queued,
         }
+    }
+}
+
+impl<F: FnMut(&mut StdRng) -> ReleaseReason> EventLog<'_, F> {
+    /// Pushes the whole log to `sink`; returns the time of its last fact.
+    pub async fn write_to(self, sink: &mut impl Sink) -> anyhow::Result<DateTime<Utc>> {
+        let mut last = self.now;
+        for env in self {
+            let env = env?;
+            last = env.time;
+            sink.push(env).await?;
+        }
+        Ok(last)
     }
 }
 

@@ -150,6 +150,21 @@ fn reserve(event_id: EventId, customer: &str, seats: &[&str], key: &str) -> Requ
     }
 }
 
+/// Each of `seats` held by a customer of its own, `{who}{i}`, under the key `{key}{i}`: the
+/// customers and the answers.
+async fn hold_one_each(writers: &Writers, id: EventId, seats: &[&str], who: &str, key: &str) -> Vec<(String, Outcome)> {
+    let mut answered = Vec::new();
+    for (i, seat) in seats.iter().enumerate() {
+        let customer = format!("{who}{i}");
+        let outcome = writers
+            .send(reserve(id, &customer, &[seat], &format!("{key}{i}")))
+            .await
+            .unwrap();
+        answered.push((customer, outcome));
+    }
+    answered
+}
+
 fn get(event_id: EventId, customer: &str, outcome: &Outcome) -> Request {
     Request::GetReservation {
         event_id,
@@ -279,17 +294,8 @@ async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
     // Snapshots every 4 records, and one more at the graceful stop.
     let writers = start(gate(&dir), &clock, every(4)).await;
     schedule(&writers, info).await;
-    for (i, seat) in ["A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6"]
-        .iter()
-        .enumerate()
-    {
-        let customer = format!("c{i}");
-        let outcome = writers
-            .send(reserve(id, &customer, &[seat], &format!("k{i}")))
-            .await
-            .unwrap();
-        answered.push((customer, outcome));
-    }
+    let seats = ["A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6"];
+    answered.extend(hold_one_each(&writers, id, &seats, "c", "k").await);
     let released = Request::Command {
         event_id: id,
         command: Command::Release {
@@ -308,14 +314,7 @@ async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
 
     // A tail after the snapshot, written by writers that never snapshot.
     let writers = start(journal.clone(), &clock, every(0)).await;
-    for (i, seat) in ["A-1-7", "A-1-8"].iter().enumerate() {
-        let customer = format!("t{i}");
-        let outcome = writers
-            .send(reserve(id, &customer, &[seat], &format!("tail{i}")))
-            .await
-            .unwrap();
-        answered.push((customer, outcome));
-    }
+    answered.extend(hold_one_each(&writers, id, &["A-1-7", "A-1-8"], "t", "tail").await);
     writers.shutdown().await;
 
     // Snapshot + tail, and a full replay (the snapshot made unreadable), give the same answers.

@@ -374,15 +374,7 @@ fn withheld_seats_are_not_sellable_until_returned() {
         })]
     );
     assert_eq!(sim.seat("A-1-5"), SeatState::Withheld);
-    assert_eq!(
-        sim.state().counts,
-        Counts {
-            available: 28,
-            held: 0,
-            booked: 0,
-            withheld: 2
-        }
-    );
+    assert_eq!(sim.state().counts, counts(28, 0, 0, 2));
     assert_eq!(
         sim.reserve(1, 1, SeatSelection::Explicit(seats(&["A-1-6"]))),
         Err(Rejection::SeatsUnavailable(seats(&["A-1-6"])))

@@ -82,6 +82,16 @@ pub fn info(event_id: EventId, seat_map: SeatMap) -> EventScheduled {
     }
 }
 
+/// The seat counts of a state: available, held, booked, withheld.
+pub fn counts(available: u32, held: u32, booked: u32, withheld: u32) -> Counts {
+    Counts {
+        available,
+        held,
+        booked,
+        withheld,
+    }
+}
+
 /// Decides `command` at `now`, then applies what was decided under `key`: one step of the
 /// writer, without the journal.
 pub fn decide_and_apply(

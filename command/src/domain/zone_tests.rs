@@ -73,19 +73,19 @@ fn decide_at(state: &Option<EventState>, command: &Command) -> Result<Vec<Event>
     decide(state.as_ref(), event_id(), command, at(0))
 }
 
+/// `who` orders as many places of the zone as `places` lists, as reservation `id`, and holds
+/// exactly those at the zone's price.
+#[track_caller]
+fn takes_places(state: &Option<EventState>, who: &str, id: u128, places: &[&str]) {
+    let count = places.len() as u8;
+    let events = decide_at(state, &reserve(who, id, zone(count))).unwrap();
+    assert_eq!(events, [reserved(id, who, places, i64::from(count) * PLACE)]);
+}
+
 #[test]
 fn a_zone_reservation_takes_the_lowest_numbered_free_places_at_the_zones_price() {
     let state = given(None, []);
-    let events = decide_at(&state, &reserve("ann", 1, zone(3))).unwrap();
-    assert_eq!(
-        events,
-        [reserved(
-            1,
-            "ann",
-            &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"],
-            3 * PLACE
-        )]
-    );
+    takes_places(&state, "ann", 1, &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"]);
 }
 
 #[test]
@@ -107,16 +107,7 @@ fn released_places_are_taken_again_and_any_free_places_will_do() {
         apply(&mut state, &event, None);
     }
     assert_eq!(state.as_ref().unwrap().counts.available, 4 + 3);
-    let events = decide_at(&state, &reserve("cat", 3, zone(3))).unwrap();
-    assert_eq!(
-        events,
-        [reserved(
-            3,
-            "cat",
-            &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-6"],
-            3 * PLACE
-        )]
-    );
+    takes_places(&state, "cat", 3, &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-6"]);
 }
 
 #[test]

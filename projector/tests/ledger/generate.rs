@@ -258,22 +258,27 @@ impl Generator {
                         message: Some("Your card was declined.".into()),
                     }
                 }
-                80..=86 => {
-                    let Some((rid, customer, _)) = pick(&mut self.rng, ReservationStatus::Held) else {
+                80..=93 => {
+                    // The owner lets a hold go (80 to 86) or cancels a booking.
+                    let release = roll <= 86;
+                    let status = if release {
+                        ReservationStatus::Held
+                    } else {
+                        ReservationStatus::Booked
+                    };
+                    let Some((reservation_id, customer, _)) = pick(&mut self.rng, status) else {
                         continue;
                     };
-                    Command::Release {
-                        customer,
-                        reservation_id: rid,
-                    }
-                }
-                87..=93 => {
-                    let Some((rid, customer, _)) = pick(&mut self.rng, ReservationStatus::Booked) else {
-                        continue;
-                    };
-                    Command::Cancel {
-                        customer,
-                        reservation_id: rid,
+                    if release {
+                        Command::Release {
+                            customer,
+                            reservation_id,
+                        }
+                    } else {
+                        Command::Cancel {
+                            customer,
+                            reservation_id,
+                        }
                     }
                 }
                 94..=95 => {

@@ -695,6 +695,12 @@ mod tests {
         )
     }
 
+    /// The layout of `map`, which must be valid.
+    fn valid_layout(map: SeatMap) -> SeatLayout {
+        map.validate().unwrap();
+        SeatLayout::new(map)
+    }
+
     #[test]
     fn prices_are_bounded_and_money_sums_are_checked() {
         for (price, ok) in [
@@ -729,9 +735,7 @@ mod tests {
 
     #[test]
     fn layout_indexes_every_seat_once() {
-        let map = small_map();
-        map.validate().unwrap();
-        let layout = SeatLayout::new(map);
+        let layout = valid_layout(small_map());
         assert_eq!(layout.len(), 9);
         for i in 0..9 {
             let seat = layout.seat_at(i);
@@ -834,9 +838,7 @@ mod tests {
 
     #[test]
     fn a_standing_zone_lays_out_as_one_span_of_places() {
-        let map = mixed_map();
-        map.validate().unwrap();
-        let layout = SeatLayout::new(map);
+        let layout = valid_layout(mixed_map());
         assert_eq!(layout.len(), 9);
         let zone = layout.zone_span(1).expect("FLOOR is a zone");
         assert_eq!((zone.start, zone.seats, zone.price, zone.standing), (4, 5, 3500, true));

@@ -68,11 +68,17 @@ impl TestApp {
         Self::spawn_with(|_| {}).await
     }
 
+    /// [`Self::spawn`], with the small test event on sale ([`Self::create_event`]).
+    pub async fn spawn_with_event() -> (Self, EventId) {
+        let app = Self::spawn().await;
+        let event = app.create_event().await;
+        (app, event)
+    }
+
     /// A server with the small test event on sale ([`Self::create_event`]) and `customer`
     /// holding `seats` of it: the app, the event and the reservation's id.
     pub async fn spawn_holding(customer: &str, seats: &[&str]) -> (Self, EventId, String) {
-        let app = Self::spawn().await;
-        let event = app.create_event().await;
+        let (app, event) = Self::spawn_with_event().await;
         let held = app.reserve_seats_json(customer, event, seats).await;
         let rid = held["reservation_id"].as_str().unwrap().to_owned();
         (app, event, rid)

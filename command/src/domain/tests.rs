@@ -1410,16 +1410,15 @@ impl Run {
                 } else {
                     who(*customer)
                 };
-                if matches!(step, Step::Release { .. }) {
-                    Command::Release {
+                match step {
+                    Step::Release { .. } => Command::Release {
                         customer,
                         reservation_id,
-                    }
-                } else {
-                    Command::Cancel {
+                    },
+                    _ => Command::Cancel {
                         customer,
                         reservation_id,
-                    }
+                    },
                 }
             }
             Step::Expire { reservation } => Command::Expire {

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 
 #[tokio::test]
 async fn create_reserve_pay_booked() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
 
     let res = app.reserve_seats("alice", event, &["A-1-4", "A-1-5"]).await;
     assert_eq!(res.status(), 201);
@@ -82,8 +81,7 @@ async fn a_hold_expires_at_its_deadline_and_the_seats_return() {
 
 #[tokio::test]
 async fn late_payments_book_if_free_and_refund_otherwise() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let a = app.reserve_seats_json("alice", event, &["A-1-1"]).await;
     // Bob's seat starts its own row, so taking it again leaves no seat alone (the no-orphan rule).
     let b = app.reserve_seats_json("bob", event, &["A-2-1"]).await;
@@ -180,8 +178,7 @@ async fn webhook_signatures_are_checked() {
 
 #[tokio::test]
 async fn retried_commands_answer_the_same_and_apply_once() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let body = json!({"best_available": {"section": "A", "count": 3}});
     let first = app.reserve("alice", event, "retry-1", body.clone()).await;
     assert_eq!(first.status(), 201);
@@ -367,8 +364,7 @@ async fn bad_input_gets_a_precise_problem_and_changes_nothing() {
 
 #[tokio::test]
 async fn availability_is_cacheable() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let path = format!("/events/{event}/availability");
     let res = app.get(&path).await;
     assert_eq!(res.status(), 200);

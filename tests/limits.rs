@@ -129,8 +129,7 @@ async fn a_per_customer_limit_out_of_range_is_refused_and_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overflowing_prices_and_positions_are_refused_and_change_nothing() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let before = ends(app.journal.as_ref()).await;
     // Prices: above the bound, at i64::MAX, and beyond what an i64 holds.
     for (price, kind) in [

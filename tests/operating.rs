@@ -26,8 +26,7 @@ async fn get(client: &reqwest::Client, url: &str, headers: &[(&str, &str)]) -> r
 
 #[tokio::test]
 async fn a_request_id_is_echoed_and_becomes_the_correlation_id() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
 
     // No id: one is made and answered.
     let res = app.get("/health").await;
@@ -65,8 +64,7 @@ async fn a_request_id_is_echoed_and_becomes_the_correlation_id() {
 
 #[tokio::test]
 async fn the_compressed_map_decompresses_to_the_plain_one() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let url = app.url(&format!("/events/{event}/availability"));
     // A client that shows the bytes as sent (reqwest would otherwise inflate them itself).
     let client = reqwest::Client::builder().no_gzip().build().unwrap();

@@ -244,8 +244,7 @@ fn apply_frame(map: &mut BTreeMap<String, char>, s: &Sse) {
 
 #[tokio::test]
 async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     app.map_after(event, &app.reserve_seats("alice", event, &["B-1-1"]).await)
         .await;
     let path = format!("/events/{event}/seats/stream");

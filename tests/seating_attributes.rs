@@ -152,8 +152,7 @@ async fn seat_maps_with_bad_attributes_are_refused_precisely() {
 
 #[tokio::test]
 async fn bad_withholds_and_returns_are_refused_and_change_nothing() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     assert_eq!(app.reserve_seats("alice", event, &["A-1-1"]).await.status(), 201);
     assert_eq!(withhold(&app, event, &["A-1-5"], "sound desk").await.status(), 200);
     let path = format!("/events/{event}/withheld-seats");
@@ -203,8 +202,7 @@ async fn bad_withholds_and_returns_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let path = format!("/events/{event}/withheld-seats");
     let body = json!({"seats": ["A-1-4", "A-1-5"], "label": "house seats"});
     let written = ok_json(organizer_post(&app, ORGANIZER_KEY, &path, Some("hold-1"), body.clone()).await).await;
@@ -309,8 +307,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
 /// request is refused, and neither writes anything.
 #[tokio::test]
 async fn a_keyed_withhold_retried_after_its_return_withholds_nothing() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let path = format!("/events/{event}/withheld-seats");
     let back = format!("/events/{event}/withheld-seats/return");
     let hold = json!({"seats": ["A-1-3", "A-1-4"], "label": "camera"});

@@ -12,8 +12,7 @@ use serde_json::{Value, json};
 
 #[tokio::test]
 async fn a_selection_that_strands_a_seat_is_refused_naming_it_and_changes_nothing() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     let details = app.get_json(&format!("/events/{event}")).await;
     assert_eq!(details["allow_orphan_seats"], false, "the rule is on by default");
     let map = app.availability(event, None).await;
@@ -39,8 +38,7 @@ async fn a_selection_that_strands_a_seat_is_refused_naming_it_and_changes_nothin
 
 #[tokio::test]
 async fn a_selection_that_no_other_choice_of_its_size_can_improve_is_accepted() {
-    let app = TestApp::spawn().await;
-    let event = app.create_event().await;
+    let (app, event) = TestApp::spawn_with_event().await;
     // Row B-1 (6 seats): three held leaves three, and every pair of three leaves one.
     let res = app.reserve_seats("alice", event, &["B-1-1", "B-1-2", "B-1-3"]).await;
     assert_eq!(res.status(), 201);

@@ -19,12 +19,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use chrono::{DateTime, Duration, TimeZone, Utc};
-use common::{Pair, Stamps, bench_event, seat_map};
+use chrono::{Duration, TimeZone, Utc};
+use common::{EventLog, bench_event, seat_map};
 use frontrow_analytics::{At, ReplayOptions, TravelLimits, analyse, availability_at, seat_history};
 use frontrow_journal::{Journal, KafkaJournal, KafkaSettings, Record, SqliteJournal};
 use frontrow_schema::partition::partition_of;
-use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -43,19 +42,18 @@ struct Sink {
     written: u64,
 }
 
-impl Sink {
-    async fn push(&mut self, event: EventId, env: Envelope) -> anyhow::Result<()> {
-        let partition = partition_of(&event, PARTITIONS) as usize;
-        self.pending[partition].push(Record {
-            key: event.to_string().into_bytes(),
-            value: encode(&env),
-        });
+impl common::Sink for Sink {
+    async fn push(&mut self, env: Envelope) -> anyhow::Result<()> {
+        let partition = partition_of(&env.event_id, PARTITIONS) as usize;
+        self.pending[partition].push(common::record(&env));
         if self.pending[partition].len() >= BATCH {
             self.flush(partition).await?;
         }
         Ok(())
     }
+}
 
+impl Sink {
     async fn flush(&mut self, partition: usize) -> anyhow::Result<()> {
         let records = std::mem::take(&mut self.pending[partition]);
         self.written += records.len() as u64;
@@ -64,44 +62,14 @@ impl Sink {
     }
 }
 
-/// One event's facts: each seat pair goes through `rounds` holds that end without a sale, then a
-/// booking; one booking in fifty is refunded.
-async fn event_log(
-    sink: &mut Sink,
-    rng: &mut StdRng,
-    event: EventId,
-    start: DateTime<Utc>,
-    rounds: u32,
-) -> anyhow::Result<()> {
-    let map = seat_map(SECTIONS);
-    let layout = SeatLayout::new(map.clone());
-    let eur = Currency::parse("EUR")?;
-    let mut stamps = Stamps::new(event);
-    let mut now = start;
-    let onsale = start + Duration::minutes(5);
-    let scheduled = bench_event(event, map, onsale, start + Duration::days(30))?;
-    sink.push(event, stamps.envelope(Event::EventScheduled(scheduled), now))
-        .await?;
-    now = onsale;
-    let n = layout.len() as u32;
-    for round in 0..=rounds {
-        for first in (0..n).step_by(2) {
-            now += Duration::milliseconds(rng.random_range(0..3));
-            let pair = Pair::new(&layout, first, rng, eur)?;
-            sink.push(event, stamps.envelope(pair.reserved(now), now)).await?;
-            if round < rounds {
-                let reason = match rng.random_range(0..10) {
-                    0..6 => ReleaseReason::Expired,
-                    6..9 => ReleaseReason::Released,
-                    _ => ReleaseReason::PaymentFailed,
-                };
-                sink.push(event, stamps.envelope(pair.released(reason), now)).await?;
-                continue;
-            }
-            sink.push(event, stamps.envelope(pair.booked(), now)).await?;
-        }
+/// How a hold ends without a sale: mostly it expires, often it is let go, sometimes its
+/// payment fails.
+fn unsold(rng: &mut StdRng) -> ReleaseReason {
+    match rng.random_range(0..10) {
+        0..6 => ReleaseReason::Expired,
+        6..9 => ReleaseReason::Released,
+        _ => ReleaseReason::PaymentFailed,
     }
-    Ok(())
 }
 
 async fn open(target: &str) -> anyhow::Result<(Arc<dyn Journal>, Option<(String, String)>)> {
@@ -166,7 +134,17 @@ async fn main() -> anyhow::Result<()> {
         for i in 0..events {
             let event = EventId::from_uuid(uuid::Uuid::from_u64_pair(2027, i + 1));
             first_event.get_or_insert(event);
-            event_log(&mut sink, &mut rng, event, start + Duration::hours(i as i64), rounds).await?;
+            // Each seat pair goes through `rounds` holds that end without a sale, then a booking.
+            let start = start + Duration::hours(i as i64);
+            let info = bench_event(
+                event,
+                seat_map(SECTIONS),
+                start + Duration::minutes(5),
+                start + Duration::days(30),
+            )?;
+            EventLog::new(info, start, &mut rng, rounds, 0..3, unsold)
+                .write_to(&mut sink)
+                .await?;
             if i % 10 == 9 {
                 eprintln!("written {} records", sink.written);
             }

@@ -18,17 +18,16 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
-use common::{Pair, Stamps, bench_event, seat_map};
+use chrono::{Duration, TimeZone, Utc};
+use common::{EventLog, bench_event, seat_map};
 use frontrow_analytics::{At, TravelLimits};
 use frontrow_command::clock::ManualClock;
 use frontrow_command::writer::{WriterConfig, Writers};
 use frontrow_journal::{Journal, Position, Record, SnapshotBound, SqliteJournal};
 use frontrow_query::travel::{replay_from_start, replay_to};
-use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 const ROUNDS: u32 = 4;
 const BATCH: usize = 10_000;
@@ -44,18 +43,17 @@ struct Sink {
     writer_seconds: f64,
 }
 
-impl Sink {
+impl common::Sink for Sink {
     async fn push(&mut self, env: Envelope) -> anyhow::Result<()> {
-        self.pending.push(Record {
-            key: env.event_id.to_string().into_bytes(),
-            value: encode(&env),
-        });
+        self.pending.push(common::record(&env));
         if self.pending.len() >= BATCH {
             self.flush().await?;
         }
         Ok(())
     }
+}
 
+impl Sink {
     async fn flush(&mut self) -> anyhow::Result<()> {
         let records = std::mem::take(&mut self.pending);
         self.written += records.len() as u64;
@@ -76,38 +74,6 @@ impl Sink {
         }
         Ok(())
     }
-}
-
-/// One event's facts, each pair held and released `ROUNDS` times, then booked.
-async fn event_log(
-    sink: &mut Sink,
-    rng: &mut StdRng,
-    event: EventId,
-    start: DateTime<Utc>,
-) -> anyhow::Result<DateTime<Utc>> {
-    let map = seat_map(10);
-    let layout = SeatLayout::new(map.clone());
-    let eur = Currency::parse("EUR")?;
-    let mut stamps = Stamps::new(event);
-    let mut now = start;
-    let scheduled = bench_event(event, map, start, start + Duration::days(300))?;
-    sink.push(stamps.envelope(Event::EventScheduled(scheduled), now))
-        .await?;
-    let n = layout.len() as u32;
-    for round in 0..=ROUNDS {
-        for first in (0..n).step_by(2) {
-            now += Duration::milliseconds(rng.random_range(1..4));
-            let pair = Pair::new(&layout, first, rng, eur)?;
-            sink.push(stamps.envelope(pair.reserved(now), now)).await?;
-            let fact = if round < ROUNDS {
-                pair.released(ReleaseReason::Released)
-            } else {
-                pair.booked()
-            };
-            sink.push(stamps.envelope(fact, now)).await?;
-        }
-    }
-    Ok(now)
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -147,7 +113,10 @@ async fn main() -> anyhow::Result<()> {
     while sink.written + (sink.pending.len() as u64) < records {
         let event = EventId::new();
         events.push((event, sink.written + sink.pending.len() as u64));
-        now = event_log(&mut sink, &mut rng, event, now).await? + Duration::seconds(1);
+        // Each pair held and released `ROUNDS` times, then booked.
+        let info = bench_event(event, seat_map(10), now, now + Duration::days(300))?;
+        let log = EventLog::new(info, now, &mut rng, ROUNDS, 1..4, |_| ReleaseReason::Released);
+        now = log.write_to(&mut sink).await? + Duration::seconds(1);
     }
     sink.flush().await?;
     let end = journal.end_offset(0).await?;

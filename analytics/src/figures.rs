@@ -644,10 +644,11 @@ impl Figures {
 #[cfg(test)]
 mod tests {
     use chrono::Duration;
-    use frontrow_schema::seatmap::{HoldMinutes, SeatMap};
+    use frontrow_schema::seatmap::HoldMinutes;
+    use frontrow_schema::testsuite::{self, seated};
     use frontrow_schema::{
-        AdmissionLapsed, AdmissionSpent, CustomerId, FanAdmitted, OrganizerId, QueueJoined, QueueLeft, QueueOpened,
-        QueueShuffled, QueueSoldOut,
+        AdmissionLapsed, AdmissionSpent, CustomerId, FanAdmitted, QueueJoined, QueueLeft, QueueOpened, QueueShuffled,
+        QueueSoldOut,
     };
 
     use super::*;
@@ -780,28 +781,14 @@ mod tests {
     }
 
     fn sample_schedule(onsale: DateTime<Utc>) -> EventScheduled {
-        let seat_map: SeatMap = serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "STD", "name": "Standard", "price": 4500}],
-            "sections": [{"code": "A", "name": "Floor", "rows": [{"name": "1", "seats": 4, "tier": "STD"}]}]
-        }))
-        .unwrap();
+        let seat_map = testsuite::seat_map(
+            &[("STD", "Standard", 4500)],
+            vec![seated("A", "Floor", &[("1", 4, "STD")])],
+        );
         EventScheduled {
-            event_id: EventId::new(),
-            organizer: OrganizerId::parse("acme").unwrap(),
-            title: "Queue".into(),
-            artist: "Waiters".into(),
-            venue: "Hall".into(),
-            city: "Lyon".into(),
-            tags: vec![],
-            aliases: vec![],
-            starts_at: onsale + Duration::days(30),
-            onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),
             max_seats_per_order: 2,
-            max_seats_per_customer: None,
-            allow_orphan_seats: false,
-            currency: Currency::parse("EUR").unwrap(),
-            seat_map,
+            ..testsuite::sample_event(EventId::new(), onsale, seat_map)
         }
     }
 }

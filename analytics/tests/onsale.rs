@@ -14,6 +14,7 @@ use frontrow_command::writer::{Meta, record};
 use frontrow_journal::{Journal, Record, SqliteJournal};
 use frontrow_projector::{LedgerReads, Projector, SqliteLedger};
 use frontrow_schema::partition::partition_of;
+use frontrow_schema::testsuite;
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -142,24 +143,14 @@ impl Sim {
     fn schedule(&mut self, event: EventId, title: &str, rows: u16, per_row: u16, onsale: DateTime<Utc>) {
         let (seat_map, seats) = venue_map(rows, per_row);
         let info = EventScheduled {
-            event_id: event,
-            organizer: OrganizerId::parse("acme").unwrap(),
             title: title.into(),
-            artist: "The Simulated".into(),
-            venue: "Test Arena".into(),
-            city: "Lyon".into(),
-            tags: vec![],
-            aliases: vec![],
-            starts_at: onsale + Duration::days(30),
-            onsale_at: onsale,
             hold_minutes: HoldMinutes::new(5).unwrap(),
             max_seats_per_order: 6,
             // A few simulated customers buy again and again: the per-customer limit stays out of the way.
             max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
             // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
             allow_orphan_seats: true,
-            currency: Currency::parse("EUR").unwrap(),
-            seat_map,
+            ..testsuite::sample_event(event, onsale, seat_map)
         };
         self.run(
             event,

@@ -13,6 +13,7 @@ use frontrow_command::clock::{Clock, SystemClock};
 use frontrow_command::domain::{Command, SeatSelection};
 use frontrow_command::writer::{CommandError, Meta, Outcome, Request, WriterConfig, Writers};
 use frontrow_journal::{Batch, Journal, JournalError, Offset, Record, SqliteJournal};
+use frontrow_schema::testsuite::{self, seated};
 use frontrow_schema::*;
 use tokio::sync::{Semaphore, watch};
 
@@ -88,30 +89,28 @@ fn gate(dir: &tempfile::TempDir) -> Arc<Gate> {
 }
 
 fn event(clock: &dyn Clock) -> EventScheduled {
-    let map: SeatMap = serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
-        "sections": [{"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 10, "tier": "STD"}]}]
-    }))
-    .unwrap();
+    let map = testsuite::seat_map(
+        &[("STD", "Standard", 5000)],
+        vec![seated("A", "Stalls", &[("1", 10, "STD")])],
+    );
     EventScheduled {
-        event_id: EventId::new(),
-        organizer: OrganizerId::parse("acme").unwrap(),
-        title: "t".into(),
-        artist: "a".into(),
-        venue: "v".into(),
-        city: "c".into(),
-        tags: vec![],
-        aliases: vec![],
         starts_at: clock.now() + Duration::days(1),
-        onsale_at: clock.now() - Duration::minutes(1),
-        hold_minutes: HoldMinutes::DEFAULT,
-        max_seats_per_order: 4,
-        max_seats_per_customer: None,
         // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
         allow_orphan_seats: true,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map: map,
+        ..testsuite::sample_event(EventId::new(), clock.now() - Duration::minutes(1), map)
     }
+}
+
+/// The system clock, and an [`event`] on sale by it.
+fn system_clock_event() -> (Arc<dyn Clock>, EventScheduled) {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let info = event(clock.as_ref());
+    (clock, info)
+}
+
+/// Writers on `journal` and `clock`, every partition acquired.
+async fn start(journal: Arc<dyn Journal>, clock: &Arc<dyn Clock>, config: WriterConfig) -> Writers {
+    Writers::start(journal, clock.clone(), config).await.unwrap()
 }
 
 async fn schedule(writers: &Writers, info: EventScheduled) {
@@ -127,9 +126,8 @@ async fn schedule(writers: &Writers, info: EventScheduled) {
 /// scheduled: the journal, the writers and the event's id.
 async fn scheduled(dir: &tempfile::TempDir, config: WriterConfig) -> (Arc<Gate>, Writers, EventId) {
     let journal = gate(dir);
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let writers = Writers::start(journal.clone(), clock.clone(), config).await.unwrap();
-    let info = event(clock.as_ref());
+    let (clock, info) = system_clock_event();
+    let writers = start(journal.clone(), &clock, config).await;
     let id = info.event_id;
     schedule(&writers, info).await;
     (journal, writers, id)
@@ -150,6 +148,21 @@ fn reserve(event_id: EventId, customer: &str, seats: &[&str], key: &str) -> Requ
             ..Meta::default()
         },
     }
+}
+
+/// Each of `seats` held by a customer of its own, `{who}{i}`, under the key `{key}{i}`: the
+/// customers and the answers.
+async fn hold_one_each(writers: &Writers, id: EventId, seats: &[&str], who: &str, key: &str) -> Vec<(String, Outcome)> {
+    let mut answered = Vec::new();
+    for (i, seat) in seats.iter().enumerate() {
+        let customer = format!("{who}{i}");
+        let outcome = writers
+            .send(reserve(id, &customer, &[seat], &format!("{key}{i}")))
+            .await
+            .unwrap();
+        answered.push((customer, outcome));
+    }
+    answered
 }
 
 fn get(event_id: EventId, customer: &str, outcome: &Outcome) -> Request {
@@ -245,21 +258,18 @@ async fn holds_expire_on_the_writers_timer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_writer_rebuilds_its_state_from_the_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let info = event(clock.as_ref());
+    let (clock, info) = system_clock_event();
     let id = info.event_id;
     let held = {
         let journal = gate(&dir);
-        let writers = Writers::start(journal, clock.clone(), WriterConfig::default())
-            .await
-            .unwrap();
+        let writers = start(journal, &clock, WriterConfig::default()).await;
         schedule(&writers, info).await;
         let held = writers.send(reserve(id, "a", &["A-1-5"], "k1")).await.unwrap();
         writers.shutdown().await;
         held
     };
     let journal = gate(&dir);
-    let writers = Writers::start(journal, clock, WriterConfig::default()).await.unwrap();
+    let writers = start(journal, &clock, WriterConfig::default()).await;
     let again = writers.send(get(id, "a", &held)).await.unwrap();
     assert_eq!(again.reservation, held.reservation);
     // The idempotency key survived too: the retry answers the same reservation.
@@ -273,8 +283,7 @@ async fn a_restarted_writer_rebuilds_its_state_from_the_journal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
     let dir = tempfile::tempdir().unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let info = event(clock.as_ref());
+    let (clock, info) = system_clock_event();
     let id = info.event_id;
     let every = |n| WriterConfig {
         snapshot_every: n,
@@ -283,19 +292,10 @@ async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
     let mut answered = Vec::new();
 
     // Snapshots every 4 records, and one more at the graceful stop.
-    let writers = Writers::start(gate(&dir), clock.clone(), every(4)).await.unwrap();
+    let writers = start(gate(&dir), &clock, every(4)).await;
     schedule(&writers, info).await;
-    for (i, seat) in ["A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6"]
-        .iter()
-        .enumerate()
-    {
-        let customer = format!("c{i}");
-        let outcome = writers
-            .send(reserve(id, &customer, &[seat], &format!("k{i}")))
-            .await
-            .unwrap();
-        answered.push((customer, outcome));
-    }
+    let seats = ["A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6"];
+    answered.extend(hold_one_each(&writers, id, &seats, "c", "k").await);
     let released = Request::Command {
         event_id: id,
         command: Command::Release {
@@ -313,15 +313,8 @@ async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
     );
 
     // A tail after the snapshot, written by writers that never snapshot.
-    let writers = Writers::start(journal.clone(), clock.clone(), every(0)).await.unwrap();
-    for (i, seat) in ["A-1-7", "A-1-8"].iter().enumerate() {
-        let customer = format!("t{i}");
-        let outcome = writers
-            .send(reserve(id, &customer, &[seat], &format!("tail{i}")))
-            .await
-            .unwrap();
-        answered.push((customer, outcome));
-    }
+    let writers = start(journal.clone(), &clock, every(0)).await;
+    answered.extend(hold_one_each(&writers, id, &["A-1-7", "A-1-8"], "t", "tail").await);
     writers.shutdown().await;
 
     // Snapshot + tail, and a full replay (the snapshot made unreadable), give the same answers.
@@ -347,11 +340,11 @@ async fn a_restart_from_a_snapshot_and_the_tail_equals_a_full_replay() {
             views
         }
     };
-    let from_snapshot = views(Writers::start(gate(&dir), clock.clone(), every(0)).await.unwrap()).await;
+    let from_snapshot = views(start(gate(&dir), &clock, every(0)).await).await;
     assert_eq!(from_snapshot[1].status, "held");
     assert_eq!(from_snapshot[0].status, "released");
     let (_copy, replay_journal) = replay_copy(&dir).await;
-    let replayed = views(Writers::start(replay_journal, clock.clone(), every(0)).await.unwrap()).await;
+    let replayed = views(start(replay_journal, &clock, every(0)).await).await;
     assert_eq!(from_snapshot, replayed);
 }
 
@@ -377,9 +370,7 @@ async fn a_restored_writer_draws_the_lottery_and_lapses_admissions_on_its_timers
         })
     };
     {
-        let writers = Writers::start(gate(&dir), clock.clone(), WriterConfig::default())
-            .await
-            .unwrap();
+        let writers = start(gate(&dir), &clock, WriterConfig::default()).await;
         schedule(&writers, info).await;
         let open = Command::OpenQueue {
             organizer: OrganizerId::parse("acme").unwrap(),
@@ -399,9 +390,7 @@ async fn a_restored_writer_draws_the_lottery_and_lapses_admissions_on_its_timers
     }
     let journal = gate(&dir);
     assert!(journal.load_snapshot(0).await.unwrap().is_some());
-    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
+    let writers = start(journal.clone(), &clock, WriterConfig::default()).await;
     // What the log says: (joined tickets, the lottery's seed, admitted tickets, lapsed tickets).
     let facts = || async {
         let (mut joined, mut seed, mut admitted, mut lapsed) = (Vec::new(), None, Vec::new(), Vec::new());
@@ -459,17 +448,12 @@ async fn a_superseded_writer_answers_nothing_from_the_past(
     second: Arc<dyn Journal>,
     ask: Stale,
 ) {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let old = Writers::start(first, clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
-    let known = event(clock.as_ref());
+    let (clock, known) = system_clock_event();
+    let old = start(first, &clock, WriterConfig::default()).await;
     schedule(&old, known.clone()).await;
     let mine = old.send(reserve(known.event_id, "a", &["A-1-1"], "k1")).await.unwrap();
 
-    let new = Writers::start(second, clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
+    let new = start(second, &clock, WriterConfig::default()).await;
     let created_since = event(clock.as_ref());
     schedule(&new, created_since.clone()).await;
     let theirs = new.send(reserve(known.event_id, "b", &["A-1-2"], "k2")).await.unwrap();
@@ -558,13 +542,10 @@ fn paid(event_id: EventId, held: &Outcome, provider_event_id: &str) -> Request {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_graceful_stop_after_a_failed_append_snapshots_only_what_the_log_has() {
     let dir = tempfile::tempdir().unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let info = event(clock.as_ref());
+    let (clock, info) = system_clock_event();
     let id = info.event_id;
     let journal = gate(&dir);
-    let writers = Writers::start(journal.clone(), clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
+    let writers = start(journal.clone(), &clock, WriterConfig::default()).await;
     schedule(&writers, info).await;
     let held = writers.send(reserve(id, "a", &["A-1-1"], "k1")).await.unwrap();
     // The webhook's booking is decided (and applied in memory) but its append fails.
@@ -574,14 +555,10 @@ async fn a_graceful_stop_after_a_failed_append_snapshots_only_what_the_log_has()
     // Stopped before any other command made it restore: the stop must not store the booking.
     writers.shutdown().await;
 
-    let writers = Writers::start(gate(&dir), clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
+    let writers = start(gate(&dir), &clock, WriterConfig::default()).await;
     let restarted = writers.send(get(id, "a", &held)).await.unwrap().reservation.unwrap();
     let (_copy, replay_journal) = replay_copy(&dir).await;
-    let replayer = Writers::start(replay_journal, clock.clone(), WriterConfig::default())
-        .await
-        .unwrap();
+    let replayer = start(replay_journal, &clock, WriterConfig::default()).await;
     let replayed = replayer.send(get(id, "a", &held)).await.unwrap().reservation.unwrap();
     replayer.shutdown().await;
     assert_eq!(restarted, replayed, "the restarted state is a replay of the log");

@@ -14,6 +14,8 @@ pub mod partition;
 pub mod queue;
 pub mod seatmap;
 pub mod snapshot;
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
 
 pub use envelope::{DecodeError, Envelope, decode, encode};
 pub use events::{

@@ -683,20 +683,22 @@ impl SeatLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testsuite::{seat_map, seated, standing};
 
     pub(crate) fn small_map() -> SeatMap {
-        serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
-                      {"code": "STD", "name": "Standard", "price": 4500}],
-            "sections": [
-                {"code": "A", "name": "Floor A", "rows": [
-                    {"name": "1", "seats": 4, "tier": "GOLD"},
-                    {"name": "2", "seats": 3, "tier": "STD"}]},
-                {"code": "B", "name": "Balcony", "rows": [
-                    {"name": "1", "seats": 2, "tier": "STD"}]}
-            ]
-        }))
-        .unwrap()
+        seat_map(
+            &[("GOLD", "Gold", 9900), ("STD", "Standard", 4500)],
+            vec![
+                seated("A", "Floor A", &[("1", 4, "GOLD"), ("2", 3, "STD")]),
+                seated("B", "Balcony", &[("1", 2, "STD")]),
+            ],
+        )
+    }
+
+    /// The layout of `map`, which must be valid.
+    fn valid_layout(map: SeatMap) -> SeatLayout {
+        map.validate().unwrap();
+        SeatLayout::new(map)
     }
 
     #[test]
@@ -733,9 +735,7 @@ mod tests {
 
     #[test]
     fn layout_indexes_every_seat_once() {
-        let map = small_map();
-        map.validate().unwrap();
-        let layout = SeatLayout::new(map);
+        let layout = valid_layout(small_map());
         assert_eq!(layout.len(), 9);
         for i in 0..9 {
             let seat = layout.seat_at(i);
@@ -827,22 +827,18 @@ mod tests {
     }
 
     fn mixed_map() -> SeatMap {
-        serde_json::from_value(serde_json::json!({
-            "tiers": [{"code": "GOLD", "name": "Gold", "price": 9900},
-                      {"code": "GA", "name": "Standing", "price": 3500}],
-            "sections": [
-                {"code": "A", "name": "Floor A", "rows": [{"name": "1", "seats": 4, "tier": "GOLD"}]},
-                {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 5, "tier": "GA"}}
-            ]
-        }))
-        .unwrap()
+        seat_map(
+            &[("GOLD", "Gold", 9900), ("GA", "Standing", 3500)],
+            vec![
+                seated("A", "Floor A", &[("1", 4, "GOLD")]),
+                standing("FLOOR", "Standing floor", 5, "GA"),
+            ],
+        )
     }
 
     #[test]
     fn a_standing_zone_lays_out_as_one_span_of_places() {
-        let map = mixed_map();
-        map.validate().unwrap();
-        let layout = SeatLayout::new(map);
+        let layout = valid_layout(mixed_map());
         assert_eq!(layout.len(), 9);
         let zone = layout.zone_span(1).expect("FLOOR is a zone");
         assert_eq!((zone.start, zone.seats, zone.price, zone.standing), (4, 5, 3500, true));

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, TimeZone, Utc};
+use frontrow_schema::testsuite::{self, seated, standing};
 use frontrow_schema::*;
 use uuid::Uuid;
 
@@ -29,32 +30,24 @@ fn envelope(seq: u64, event: Event) -> Envelope {
 }
 
 fn seat_map() -> SeatMap {
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "GOLD", "name": "Gold", "price": 12900},
-                  {"code": "STD", "name": "Standard", "price": 5900}],
-        "sections": [
-            {"code": "FLA", "name": "Floor A", "rows": [
-                {"name": "1", "seats": 20, "tier": "GOLD"},
-                {"name": "2", "seats": 20, "tier": "GOLD"}]},
-            {"code": "101", "name": "Lower 101", "rows": [
-                {"name": "A", "seats": 18, "tier": "STD"}]}
-        ]
-    }))
-    .unwrap()
+    testsuite::seat_map(
+        &[("GOLD", "Gold", 12900), ("STD", "Standard", 5900)],
+        vec![
+            seated("FLA", "Floor A", &[("1", 20, "GOLD"), ("2", 20, "GOLD")]),
+            seated("101", "Lower 101", &[("A", 18, "STD")]),
+        ],
+    )
 }
 
 /// A mixed venue: one seated section and a standing zone.
 fn zone_seat_map() -> SeatMap {
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "GOLD", "name": "Gold", "price": 12900},
-                  {"code": "GA", "name": "General admission", "price": 4900}],
-        "sections": [
-            {"code": "101", "name": "Lower 101", "rows": [
-                {"name": "A", "seats": 18, "tier": "GOLD"}]},
-            {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": 5000, "tier": "GA"}}
-        ]
-    }))
-    .unwrap()
+    testsuite::seat_map(
+        &[("GOLD", "Gold", 12900), ("GA", "General admission", 4900)],
+        vec![
+            seated("101", "Lower 101", &[("A", 18, "GOLD")]),
+            standing("FLOOR", "Standing floor", 5000, "GA"),
+        ],
+    )
 }
 
 fn money(amount: i64) -> Money {

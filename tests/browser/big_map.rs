@@ -1,15 +1,13 @@
 //! A 200,000-seat event (the most an event may have) opens and stays usable: the overview by
 //! section draws, clicking a section zooms into it, a click on a seat there picks it.
 
-use chrono::Duration;
 use frontrow_browser::Viewport;
 use serde_json::{Value, json};
 
 use crate::support::*;
 
 /// 20 sections of 50 rows of 200 seats.
-fn stadium(app: &crate::common::TestApp) -> Value {
-    let mut body = app.event_body(Duration::minutes(-1));
+fn stadium(body: &mut Value) {
     let sections: Vec<Value> = (1..=20)
         .map(|s| {
             let rows: Vec<Value> = (1..=50)
@@ -20,15 +18,13 @@ fn stadium(app: &crate::common::TestApp) -> Value {
         .collect();
     body["title"] = json!("Stadium Night");
     body["seat_map"]["sections"] = json!(sections);
-    body
 }
 
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
 async fn a_200000_seat_map_opens_zooms_into_a_section_and_picks_a_seat() -> anyhow::Result<()> {
-    let scene = Scene::start().await?;
+    let (scene, event) = Scene::with_event(stadium).await?;
     let app = &scene.app;
-    let event = app.create_event_from(&stadium(app)).await;
     let map = app.availability(event, None).await;
     anyhow::ensure!(
         crate::common::seat_letters(&map).len() == 200_000,

@@ -1,7 +1,6 @@
 //! The whole purchase as a fan makes it: search with a typo, open the event, pick two seats by
 //! clicking the canvas, hold, pay (simulated provider), see the booking on "My bookings".
 
-use chrono::Duration;
 use frontrow_browser::Viewport;
 use serde_json::json;
 
@@ -10,12 +9,12 @@ use crate::support::*;
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
 async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_and_sees_the_booking() -> anyhow::Result<()> {
-    let scene = Scene::start().await?;
+    let (scene, event) = Scene::with_event(|body| {
+        body["title"] = json!("Arctic Monkeys: The Car Tour");
+        body["artist"] = json!("Arctic Monkeys");
+    })
+    .await?;
     let app = &scene.app;
-    let mut body = app.event_body(Duration::minutes(-1));
-    body["title"] = json!("Arctic Monkeys: The Car Tour");
-    body["artist"] = json!("Arctic Monkeys");
-    let event = app.create_event_from(&body).await;
     wait_searchable(app, "arctic monkys", event).await?;
 
     let b = scene.fan("alice", Viewport::DESKTOP).await?;

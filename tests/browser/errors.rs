@@ -11,10 +11,8 @@ use crate::support::*;
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
 async fn a_seat_taken_under_the_cursor_is_explained_and_shown_held() -> anyhow::Result<()> {
-    let scene = Scene::start().await?;
+    let (scene, event, b) = Scene::with_fan("alice", Viewport::DESKTOP).await?;
     let app = &scene.app;
-    let event = app.create_event().await;
-    let b = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
     for seat in ["B-1-2", "B-1-3"] {
         click_seat(&b, seat).await?;
     }
@@ -46,10 +44,8 @@ async fn a_seat_taken_under_the_cursor_is_explained_and_shown_held() -> anyhow::
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
 async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Result<()> {
-    let scene = Scene::start().await?;
+    let (scene, _event, b) = Scene::with_fan("alice", Viewport::PHONE).await?;
     let app = &scene.app;
-    let event = app.create_event().await;
-    let b = scene.fan_on("alice", Viewport::PHONE, event).await?;
     // Not A-1-9: that would leave A-1-10 alone, which the no-orphan rule refuses.
     click_seat(&b, "A-1-8").await?;
     b.click("#hold-button").await?;

@@ -12,10 +12,8 @@ use crate::support::*;
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
 async fn a_hold_in_one_browser_shows_in_the_other_within_a_second_and_a_lapse_frees_it() -> anyhow::Result<()> {
-    let scene = Scene::start().await?;
+    let (scene, event, alice) = Scene::with_fan("alice", Viewport::DESKTOP).await?;
     let app = &scene.app;
-    let event = app.create_event().await;
-    let alice = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
     let bob = scene.fan_on("bob", Viewport::PHONE, event).await?;
     let seats = ["A-2-5", "A-2-6"];
     for seat in seats {

@@ -12,14 +12,14 @@ use crate::support::*;
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
 async fn attributes_are_marked_and_withheld_seats_are_not_for_sale() -> anyhow::Result<()> {
-    let scene = Scene::start().await?;
+    let (scene, event) = Scene::with_event(|body| {
+        body["seat_map"]["sections"][0]["rows"][0] = json!({
+            "name": "1", "seats": 10, "tier": "GOLD",
+            "wheelchair": [1, 10], "companion": [2, 9], "aisle": [1, 10], "restricted_view": [5]
+        });
+    })
+    .await?;
     let app = &scene.app;
-    let mut body = app.event_body(chrono::Duration::minutes(-1));
-    body["seat_map"]["sections"][0]["rows"][0] = json!({
-        "name": "1", "seats": 10, "tier": "GOLD",
-        "wheelchair": [1, 10], "companion": [2, 9], "aisle": [1, 10], "restricted_view": [5]
-    });
-    let event = app.create_event_from(&body).await;
     let withhold = |seats: serde_json::Value| {
         app.client
             .post(app.url(&format!("/events/{event}/withheld-seats")))

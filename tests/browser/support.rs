@@ -36,6 +36,24 @@ impl Scene {
         })
     }
 
+    /// [`Self::start`], with the small test event ([`TestApp::event_body`], on sale since a
+    /// minute ago) changed by `change` and created.
+    pub async fn with_event(change: impl FnOnce(&mut Value)) -> anyhow::Result<(Self, EventId)> {
+        let scene = Self::start().await?;
+        let event = scene
+            .app
+            .create_event_changed(chrono::Duration::minutes(-1), change)
+            .await;
+        Ok((scene, event))
+    }
+
+    /// [`Self::with_event`] unchanged, with `name` signed in on its page ([`Self::fan_on`]).
+    pub async fn with_fan(name: &str, viewport: Viewport) -> anyhow::Result<(Self, EventId, Browser)> {
+        let (scene, event) = Self::with_event(|_| {}).await?;
+        let b = scene.fan_on(name, viewport, event).await?;
+        Ok((scene, event, b))
+    }
+
     /// A new browser session signed in as `name` (demo mode) on the catalogue page.
     pub async fn fan(&self, name: &str, viewport: Viewport) -> anyhow::Result<Browser> {
         let b = self.driver.session(viewport).await?;

@@ -2,7 +2,6 @@
 //! a fan holds a count of places from it and pays, and the block follows other fans' holds
 //! live through the seat stream's `zone` events.
 
-use chrono::Duration;
 use frontrow_browser::{Browser, Viewport};
 use serde_json::{Value, json};
 
@@ -34,11 +33,8 @@ async fn check_zone_counts(
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
 async fn a_fan_holds_places_from_a_standing_zone_and_its_count_follows_live() -> anyhow::Result<()> {
-    let scene = Scene::start().await?;
+    let (scene, event) = Scene::with_event(|body| body["seat_map"] = crate::common::mixed_seat_map(6, 50)).await?;
     let app = &scene.app;
-    let mut body = app.event_body(Duration::minutes(-1));
-    body["seat_map"] = crate::common::mixed_seat_map(6, 50);
-    let event = app.create_event_from(&body).await;
     let zone = |who: &'static str, count: u8| async move {
         let key = uuid::Uuid::new_v4().to_string();
         let res = app

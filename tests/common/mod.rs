@@ -13,6 +13,7 @@ use frontrow_command::clock::{Clock, ManualClock};
 use frontrow_command::domain::{self, EventState};
 use frontrow_http::auth::Auth;
 use frontrow_journal::Journal;
+use frontrow_schema::testsuite::{seat_map_json, seated, standing};
 use frontrow_schema::{CustomerId, EventId, decode};
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -67,11 +68,17 @@ impl TestApp {
         Self::spawn_with(|_| {}).await
     }
 
+    /// [`Self::spawn`], with the small test event on sale ([`Self::create_event`]).
+    pub async fn spawn_with_event() -> (Self, EventId) {
+        let app = Self::spawn().await;
+        let event = app.create_event().await;
+        (app, event)
+    }
+
     /// A server with the small test event on sale ([`Self::create_event`]) and `customer`
     /// holding `seats` of it: the app, the event and the reservation's id.
     pub async fn spawn_holding(customer: &str, seats: &[&str]) -> (Self, EventId, String) {
-        let app = Self::spawn().await;
-        let event = app.create_event().await;
+        let (app, event) = Self::spawn_with_event().await;
         let held = app.reserve_seats_json(customer, event, seats).await;
         let rid = held["reservation_id"].as_str().unwrap().to_owned();
         (app, event, rid)
@@ -135,17 +142,13 @@ impl TestApp {
             "title": "Test Night", "artist": "The Testers", "venue": "Hall", "city": "Utrecht",
             "starts_at": now + Duration::days(30), "onsale_at": now + onsale_in,
             "hold_minutes": 10, "max_seats_per_order": 4, "currency": "EUR",
-            "seat_map": {
-                "tiers": [{"code": "GOLD", "name": "Gold", "price": 10000},
-                          {"code": "STD", "name": "Standard", "price": 5000}],
-                "sections": [
-                    {"code": "A", "name": "Stalls", "rows": [
-                        {"name": "1", "seats": 10, "tier": "GOLD"},
-                        {"name": "2", "seats": 10, "tier": "GOLD"}]},
-                    {"code": "B", "name": "Balcony", "rows": [
-                        {"name": "1", "seats": 6, "tier": "STD"}]}
-                ]
-            }
+            "seat_map": seat_map_json(
+                &[("GOLD", "Gold", 10000), ("STD", "Standard", 5000)],
+                vec![
+                    seated("A", "Stalls", &[("1", 10, "GOLD"), ("2", 10, "GOLD")]),
+                    seated("B", "Balcony", &[("1", 6, "STD")]),
+                ],
+            )
         })
     }
 
@@ -606,14 +609,13 @@ pub fn analytics_cli(app: &TestApp, args: &[&str]) -> std::process::Output {
 /// A mixed venue's seat map: section `A`, one row of `seats` seats at 80.00, and `FLOOR`, a
 /// standing zone of `capacity` places at 30.00.
 pub fn mixed_seat_map(seats: u16, capacity: u32) -> Value {
-    json!({
-        "tiers": [{"code": "SEAT", "name": "Seated", "price": 8000},
-                  {"code": "GA", "name": "General admission", "price": 3000}],
-        "sections": [
-            {"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": seats, "tier": "SEAT"}]},
-            {"code": "FLOOR", "name": "Standing floor", "standing": {"capacity": capacity, "tier": "GA"}}
-        ]
-    })
+    seat_map_json(
+        &[("SEAT", "Seated", 8000), ("GA", "General admission", 3000)],
+        vec![
+            seated("A", "Stalls", &[("1", seats, "SEAT")]),
+            standing("FLOOR", "Standing floor", capacity, "GA"),
+        ],
+    )
 }
 
 /// Starts the real binary `command` describes (stdout is piped here) and returns it with the

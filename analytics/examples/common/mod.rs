@@ -1,8 +1,12 @@
-//! What the analytics benchmarks share: their big seat map, the bench event, and the facts of
-//! one seat pair held by a random fan and then released or booked, numbered in order.
+//! What the analytics benchmarks share: their big seat map, the bench event, the facts of one
+//! seat pair held by a random fan and then released or booked, numbered in order, and the log
+//! of one event made of such pairs, which each benchmark appends to its own [`Sink`].
+
+use std::ops::Range;
 
 use chrono::{DateTime, Duration, Utc};
 use frontrow_command::writer::Meta;
+use frontrow_journal::Record;
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
 use rand::Rng;
@@ -129,5 +133,108 @@ impl Pair {
             },
             late: false,
         })
+    }
+}
+
+/// Where a benchmark appends the envelopes of its log.
+pub trait Sink {
+    async fn push(&mut self, env: Envelope) -> anyhow::Result<()>;
+}
+
+/// The journal record of an envelope, keyed by its event.
+pub fn record(env: &Envelope) -> Record {
+    Record {
+        key: env.event_id.to_string().into_bytes(),
+        value: encode(env),
+    }
+}
+
+/// One bench event's log, envelope by envelope: the event scheduled at the start, then from its
+/// onsale `rounds + 1` passes over its seat pairs. In each pass every pair is held by a random
+/// fan a few milliseconds (`step_ms`) after the fact before, and its hold ends at once:
+/// released, for the reason `release` picks, in every pass but the last; booked in the last.
+pub struct EventLog<'r, F> {
+    rng: &'r mut StdRng,
+    layout: SeatLayout,
+    currency: Currency,
+    stamps: Stamps,
+    now: DateTime<Utc>,
+    rounds: u32,
+    round: u32,
+    next_pair: u32,
+    step_ms: Range<i64>,
+    release: F,
+    /// What comes before the next pair: the schedule, or the end of the pair just held.
+    queued: Option<Envelope>,
+}
+
+impl<'r, F: FnMut(&mut StdRng) -> ReleaseReason> EventLog<'r, F> {
+    pub fn new(
+        info: EventScheduled,
+        start: DateTime<Utc>,
+        rng: &'r mut StdRng,
+        rounds: u32,
+        step_ms: Range<i64>,
+        release: F,
+    ) -> Self {
+        let mut stamps = Stamps::new(info.event_id);
+        let (layout, currency, now) = (SeatLayout::new(info.seat_map.clone()), info.currency, info.onsale_at);
+        let queued = Some(stamps.envelope(Event::EventScheduled(info), start));
+        Self {
+            rng,
+            layout,
+            currency,
+            stamps,
+            now,
+            rounds,
+            round: 0,
+            next_pair: 0,
+            step_ms,
+            release,
+            queued,
+        }
+    }
+}
+
+impl<F: FnMut(&mut StdRng) -> ReleaseReason> EventLog<'_, F> {
+    /// Pushes the whole log to `sink`; returns the time of its last fact.
+    pub async fn write_to(self, sink: &mut impl Sink) -> anyhow::Result<DateTime<Utc>> {
+        let mut last = self.now;
+        for env in self {
+            let env = env?;
+            last = env.time;
+            sink.push(env).await?;
+        }
+        Ok(last)
+    }
+}
+
+impl<F: FnMut(&mut StdRng) -> ReleaseReason> Iterator for EventLog<'_, F> {
+    type Item = anyhow::Result<Envelope>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(env) = self.queued.take() {
+            return Some(Ok(env));
+        }
+        if self.next_pair >= self.layout.len() as u32 {
+            (self.round, self.next_pair) = (self.round + 1, 0);
+        }
+        if self.round > self.rounds {
+            return None;
+        }
+        self.now += Duration::milliseconds(self.rng.random_range(self.step_ms.clone()));
+        let pair = match Pair::new(&self.layout, self.next_pair, self.rng, self.currency) {
+            Ok(pair) => pair,
+            Err(e) => return Some(Err(e)),
+        };
+        self.next_pair += 2;
+        let held = self.stamps.envelope(pair.reserved(self.now), self.now);
+        let end = if self.round < self.rounds {
+            pair.released((self.release)(self.rng))
+        } else {
+            pair.booked()
+        };
+        self.queued = Some(self.stamps.envelope(end, self.now));
+        Some(Ok(held))
     }
 }

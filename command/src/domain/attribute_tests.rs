@@ -4,14 +4,9 @@
 use chrono::Duration;
 use frontrow_schema::*;
 use proptest::prelude::*;
-use uuid::Uuid;
 
 use super::test_support::{self, *};
 use super::*;
-
-fn event_id() -> EventId {
-    EventId::from_uuid(Uuid::from_u128(0xA77))
-}
 
 /// Section `A`: row 1 of 10 seats has no attributes; row 2 of 10 has wheelchair spaces 1 and
 /// 10 with companions 2 and 9, aisle seats 1 and 10, restricted view 5; row 3 likewise with a
@@ -184,11 +179,9 @@ fn aisle_only(count: u8) -> SeatSelection {
 fn accessible_pair_is_a_wheelchair_space_and_its_companion_in_the_frontmost_row() {
     let mut sim = Sim::new(map());
     // Row 1 has no wheelchair space; row 2's two pairs are equally far from the centre: the
-    // first found wins, as in plain best-available.
-    sim.holds(1, accessible(2, false), &["A-2-1", "A-2-2"]);
-    sim.holds(2, accessible(2, false), &["A-2-9", "A-2-10"]);
-    // Row 2 has none left: row 3's wheelchair space 6 with companion 5.
-    sim.holds(3, accessible(2, false), &["A-3-5", "A-3-6"]);
+    // first found wins, as in plain best-available. Then row 2 has none left: row 3's
+    // wheelchair space 6 with companion 5.
+    holds_the_accessible_pairs_in_order(&mut sim, false);
     assert_eq!(sim.reserve(4, 4, accessible(2, false)), Err(no_accessible_seats(2)));
     // Plain seats are still there for everyone else.
     assert_eq!(sim.state().counts.available, 24);
@@ -263,9 +256,15 @@ fn accessible_on_the_aisle_prefers_the_pair_at_the_aisle() {
     let mut sim = Sim::new(map());
     // Row 3's pair (5, 6) is not on an aisle: with `aisle` row 2's pairs go first anyway, then
     // row 3's is taken since nothing on an aisle is left.
-    sim.holds(1, accessible(2, true), &["A-2-1", "A-2-2"]);
-    sim.holds(2, accessible(2, true), &["A-2-9", "A-2-10"]);
-    sim.holds(3, accessible(2, true), &["A-3-5", "A-3-6"]);
+    holds_the_accessible_pairs_in_order(&mut sim, true);
+}
+
+/// Three accessible pairs (`aisle` or not) in a row, as reservations 1 to 3 of [`map`]: row 2's
+/// spaces 1 and 10 with their companions, then row 3's space 6 with companion 5.
+fn holds_the_accessible_pairs_in_order(sim: &mut Sim, aisle: bool) {
+    sim.holds(1, accessible(2, aisle), &["A-2-1", "A-2-2"]);
+    sim.holds(2, accessible(2, aisle), &["A-2-9", "A-2-10"]);
+    sim.holds(3, accessible(2, aisle), &["A-3-5", "A-3-6"]);
 }
 
 #[test]
@@ -375,15 +374,7 @@ fn withheld_seats_are_not_sellable_until_returned() {
         })]
     );
     assert_eq!(sim.seat("A-1-5"), SeatState::Withheld);
-    assert_eq!(
-        sim.state().counts,
-        Counts {
-            available: 28,
-            held: 0,
-            booked: 0,
-            withheld: 2
-        }
-    );
+    assert_eq!(sim.state().counts, counts(28, 0, 0, 2));
     assert_eq!(
         sim.reserve(1, 1, SeatSelection::Explicit(seats(&["A-1-6"]))),
         Err(Rejection::SeatsUnavailable(seats(&["A-1-6"])))

@@ -8,14 +8,9 @@
 use chrono::{DateTime, Duration, Utc};
 use frontrow_schema::*;
 use proptest::prelude::*;
-use uuid::Uuid;
 
 use super::test_support::{self, seats as seat_ids, *};
 use super::*;
-
-fn event_id() -> EventId {
-    EventId::from_uuid(Uuid::from_u128(0x0E))
-}
 
 /// One section `A` with rows `1..` of these lengths.
 fn info(rows: &[u16], max_per_order: u8, allow_orphan_seats: bool) -> EventScheduled {

@@ -15,10 +15,6 @@ use crate::clock::{Clock, ManualClock};
 
 const ADMISSION_SECS: u32 = 600;
 
-fn event_id() -> EventId {
-    EventId::from_uuid(Uuid::from_u128(0xE0))
-}
-
 /// An event of `rows` rows of `per_row` seats in section `A`, 4 seats per order at most.
 fn info(rows: usize, per_row: u16) -> EventScheduled {
     EventScheduled {
@@ -92,6 +88,13 @@ impl Onsale {
     fn join(&mut self, n: u64) -> Result<u64, Rejection> {
         self.exec(Command::JoinQueue { customer: fan(n) })?;
         Ok(self.queue().ticket_of(&fan(n)).unwrap().0)
+    }
+
+    /// Fans `fans` join in this order.
+    fn join_all(&mut self, fans: std::ops::RangeInclusive<u64>) {
+        for n in fans {
+            self.join(n).unwrap();
+        }
     }
 
     fn reserve(&mut self, n: u64, ticket: Option<u64>, count: u8, id: u128) -> Result<Vec<Event>, Rejection> {
@@ -185,9 +188,7 @@ fn the_queue_can_only_be_opened_by_its_organizer_before_the_onsale() {
 fn the_pre_queue_is_admitted_in_the_recorded_lottery_order_then_arrivals_in_order() {
     // 40 seats, 1 shopper at a time: every admission waits for the one before to finish.
     let mut sim = Onsale::new(info(1, 40), None, 1);
-    for n in 1..=30 {
-        sim.join(n).unwrap();
-    }
+    sim.join_all(1..=30);
     assert!(sim.advance().is_empty(), "nothing happens before the onsale");
     sim.clock.advance(Duration::hours(1));
     for n in 31..=35 {
@@ -321,9 +322,7 @@ fn leaving_and_joining_again_does_not_give_a_fan_a_second_hold() {
 fn a_lapsed_admission_frees_its_place_for_the_next_fan() {
     let mut sim = Onsale::new(info(1, 10), None, 1);
     sim.clock.advance(Duration::hours(1));
-    for n in 1..=3 {
-        sim.join(n).unwrap();
-    }
+    sim.join_all(1..=3);
     assert_eq!(admitted(&sim.advance()), vec![1]);
     sim.clock.advance(Duration::seconds(i64::from(ADMISSION_SECS) - 1));
     assert!(sim.advance().is_empty(), "still fan 1's turn");
@@ -341,9 +340,7 @@ fn when_nothing_is_left_everyone_waiting_is_told_and_returned_seats_go_to_the_wa
     // 4 seats, orders of up to 4: one full order sells the event out.
     let mut sim = Onsale::new(info(1, 4), None, 10);
     sim.clock.advance(Duration::hours(1));
-    for n in 1..=5 {
-        sim.join(n).unwrap();
-    }
+    sim.join_all(1..=5);
     assert_eq!(
         admitted(&sim.advance()),
         vec![1],
@@ -402,13 +399,9 @@ fn simulated_onsale_sells_every_seat_in_queue_order() {
     const PRE: u64 = 20_000;
     let mut rng = StdRng::seed_from_u64(7);
     let mut sim = Onsale::new(info(50, 100), None, 500);
-    for n in 1..=PRE {
-        sim.join(n).unwrap();
-    }
+    sim.join_all(1..=PRE);
     sim.clock.advance(Duration::hours(1));
-    for n in PRE + 1..=FANS {
-        sim.join(n).unwrap();
-    }
+    sim.join_all(PRE + 1..=FANS);
     // Fans who give up waiting, chosen now and leaving during the first minutes.
     let mut leavers: Vec<u64> = (0..1000).map(|_| rng.random_range(1..=FANS)).collect();
     leavers.sort_unstable();

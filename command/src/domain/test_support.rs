@@ -3,6 +3,7 @@
 //! apply step with which every simulator drives the domain the way the writer does.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
+use frontrow_schema::testsuite::{self, sample_event, seated};
 use frontrow_schema::*;
 use uuid::Uuid;
 
@@ -16,6 +17,11 @@ pub fn onsale() -> DateTime<Utc> {
 /// Minutes relative to the onsale: `at(0)` is the onsale, `at(-1)` a minute before it.
 pub fn at(minutes: i64) -> DateTime<Utc> {
     onsale() + Duration::minutes(minutes)
+}
+
+/// The one event of every test module.
+pub fn event_id() -> EventId {
+    EventId::from_uuid(Uuid::from_u128(0xE))
 }
 
 pub fn rid(n: u128) -> ReservationId {
@@ -56,39 +62,33 @@ pub fn eur(amount: i64) -> Money {
 
 /// One section `A` ("Floor") with rows `1..` of these lengths, every seat Standard at 40.00.
 pub fn floor(rows: &[u16]) -> SeatMap {
-    let rows: Vec<_> = rows
+    let names: Vec<String> = (1..=rows.len()).map(|r| r.to_string()).collect();
+    let rows: Vec<testsuite::Row> = names
         .iter()
-        .enumerate()
-        .map(|(r, seats)| serde_json::json!({"name": (r + 1).to_string(), "seats": seats, "tier": "STD"}))
+        .zip(rows)
+        .map(|(name, &seats)| (name.as_str(), seats, "STD"))
         .collect();
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "STD", "name": "Standard", "price": 4000}],
-        "sections": [{"code": "A", "name": "Floor", "rows": rows}]
-    }))
-    .unwrap()
+    testsuite::seat_map(&[("STD", "Standard", 4000)], vec![seated("A", "Floor", &rows)])
 }
 
-/// "Night Show" by "The Band" at "Hall", Lyon: onsale at [`onsale`], 30 days before the show,
-/// holds of 10 minutes, 4 seats per order, no per-customer limit, the no-orphan rule on, in
-/// euros. Each test module overrides what its rules need with `..info(id, map)`.
+/// The schema's [`sample_event`] by [`organizer`], on sale at [`onsale`]: "Night Show" by
+/// "The Band" at "Hall", Lyon, 30 days before the show, holds of 10 minutes, 4 seats per
+/// order, no per-customer limit, the no-orphan rule on, in euros. Each test module overrides
+/// what its rules need with `..info(id, map)`.
 pub fn info(event_id: EventId, seat_map: SeatMap) -> EventScheduled {
     EventScheduled {
-        event_id,
         organizer: organizer(),
-        title: "Night Show".into(),
-        artist: "The Band".into(),
-        venue: "Hall".into(),
-        city: "Lyon".into(),
-        tags: vec![],
-        aliases: vec![],
-        starts_at: onsale() + Duration::days(30),
-        onsale_at: onsale(),
-        hold_minutes: HoldMinutes::new(10).unwrap(),
-        max_seats_per_order: 4,
-        max_seats_per_customer: None,
-        allow_orphan_seats: false,
-        currency: Currency::parse("EUR").unwrap(),
-        seat_map,
+        ..sample_event(event_id, onsale(), seat_map)
+    }
+}
+
+/// The seat counts of a state: available, held, booked, withheld.
+pub fn counts(available: u32, held: u32, booked: u32, withheld: u32) -> Counts {
+    Counts {
+        available,
+        held,
+        booked,
+        withheld,
     }
 }
 

@@ -8,9 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Duration, Utc};
+use frontrow_schema::testsuite::{self, seated};
 use frontrow_schema::*;
 use proptest::prelude::*;
-use uuid::Uuid;
 
 use super::test_support::{self, *};
 use super::*;
@@ -26,25 +26,12 @@ const MAX_PER_ORDER: u8 = 4;
 /// The event starts this many minutes after the onsale.
 const STARTS_AFTER: i64 = 240;
 
-fn event_id() -> EventId {
-    EventId::from_uuid(Uuid::from_u128(0xE))
-}
-
 fn seat_map() -> SeatMap {
-    let rows = serde_json::json!([
-        {"name": "1", "seats": 5, "tier": "GOLD"},
-        {"name": "2", "seats": 5, "tier": "STD"},
-        {"name": "3", "seats": 5, "tier": "STD"}
-    ]);
-    serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "GOLD", "name": "Gold", "price": GOLD},
-                  {"code": "STD", "name": "Standard", "price": STD}],
-        "sections": [
-            {"code": "A", "name": "Floor", "rows": rows},
-            {"code": "B", "name": "Balcony", "rows": rows}
-        ]
-    }))
-    .unwrap()
+    let rows = [("1", 5, "GOLD"), ("2", 5, "STD"), ("3", 5, "STD")];
+    testsuite::seat_map(
+        &[("GOLD", "Gold", GOLD), ("STD", "Standard", STD)],
+        vec![seated("A", "Floor", &rows), seated("B", "Balcony", &rows)],
+    )
 }
 
 const SEAT_COUNT: usize = 30;
@@ -320,15 +307,7 @@ fn refused_for_text(info: EventScheduled, field: &str) {
 #[test]
 fn a_valid_event_is_scheduled() {
     let state = Given::new([]).schedule(event_info()).then_events([scheduled()]);
-    assert_eq!(
-        state.unwrap().counts,
-        Counts {
-            available: SEAT_COUNT as u32,
-            held: 0,
-            booked: 0,
-            withheld: 0
-        }
-    );
+    assert_eq!(state.unwrap().counts, counts(SEAT_COUNT as u32, 0, 0, 0));
 }
 
 #[test]
@@ -584,15 +563,7 @@ fn explicit_seats_are_held_at_their_price_for_the_hold_duration() {
             admission_ticket: None,
         })]);
     assert_eq!(seat_state(&state, "A-1-2"), SeatState::Held(rid(1)));
-    assert_eq!(
-        state.unwrap().counts,
-        Counts {
-            available: 28,
-            held: 2,
-            booked: 0,
-            withheld: 0
-        }
-    );
+    assert_eq!(state.unwrap().counts, counts(28, 2, 0, 0));
 }
 
 #[test]
@@ -684,35 +655,41 @@ fn released_seats_can_be_reserved_again() {
 // Best available.
 // ---------------------------------------------------------------------------------------------
 
+/// With Bob holding `taken` (if any) as reservation 1, Ann asks at minute 5 for the best
+/// `count` seats of `section` as the next reservation and holds exactly `expected`.
+#[track_caller]
+fn best_picks(taken: &[&str], section: &str, count: u8, expected: &[&str]) {
+    let mut given = vec![scheduled()];
+    if !taken.is_empty() {
+        given.push(reserved(1, "bob", taken, 0));
+    }
+    let id = given.len() as u128;
+    Given::new(given)
+        .when(best("ann", id, section, count, "k"), at(5))
+        .then_events([reserved(id, "ann", expected, 5)]);
+}
+
 #[test]
 fn best_available_takes_the_centre_of_the_front_row() {
-    Given::scheduled()
-        .when(best("ann", 1, "B", 3, "k"), at(5))
-        .then_events([reserved(1, "ann", &["B-1-2", "B-1-3", "B-1-4"], 5)]);
+    best_picks(&[], "B", 3, &["B-1-2", "B-1-3", "B-1-4"]);
 }
 
 #[test]
 fn best_available_breaks_a_centre_tie_to_the_left() {
     // Two seats in a row of five cannot be centred: 2-3 and 3-4 are equally close.
-    Given::scheduled()
-        .when(best("ann", 1, "A", 2, "k"), at(5))
-        .then_events([reserved(1, "ann", &["A-1-2", "A-1-3"], 5)]);
+    best_picks(&[], "A", 2, &["A-1-2", "A-1-3"]);
 }
 
 #[test]
 fn best_available_takes_the_most_central_free_run() {
     // A-1-2 is held: of the free pairs 3-4 and 4-5, 3-4 is closer to the centre.
-    Given::new([scheduled(), reserved(1, "bob", &["A-1-2"], 0)])
-        .when(best("ann", 2, "A", 2, "k"), at(5))
-        .then_events([reserved(2, "ann", &["A-1-3", "A-1-4"], 5)]);
+    best_picks(&["A-1-2"], "A", 2, &["A-1-3", "A-1-4"]);
 }
 
 #[test]
 fn best_available_skips_rows_without_a_long_enough_run() {
     // Row 1 has four free seats, but no three adjacent ones.
-    Given::new([scheduled(), reserved(1, "bob", &["A-1-3"], 0)])
-        .when(best("ann", 2, "A", 3, "k"), at(5))
-        .then_events([reserved(2, "ann", &["A-2-2", "A-2-3", "A-2-4"], 5)]);
+    best_picks(&["A-1-3"], "A", 3, &["A-2-2", "A-2-3", "A-2-4"]);
 }
 
 #[test]
@@ -960,22 +937,26 @@ fn ann_holds() -> Vec<Event> {
 
 const ANN_AMOUNT: i64 = 2 * GOLD;
 
+/// [`ann_holds`], paid in full with `evt_1`.
+fn ann_paid() -> Vec<Event> {
+    let paid = booked(1, "ann", &["A-1-1", "A-1-2"], payment("evt_1", eur(ANN_AMOUNT)), false);
+    ann_holds().into_iter().chain([paid]).collect()
+}
+
+/// Ann's full payment (`evt_1`) arrives at `minute`, after `since` happened to her hold:
+/// the outcome, and the payment.
+fn ann_pays(since: impl IntoIterator<Item = Event>, minute: i64) -> (Then, Payment) {
+    let paid = payment("evt_1", eur(ANN_AMOUNT));
+    let then = Given::new(ann_holds().into_iter().chain(since)).when(pay(1, paid.clone()), at(minute));
+    (then, paid)
+}
+
 #[test]
 fn a_payment_books_a_hold() {
-    let paid = payment("evt_1", eur(ANN_AMOUNT));
-    let state = Given::new(ann_holds())
-        .when(pay(1, paid.clone()), at(3))
-        .then_events([booked(1, "ann", &["A-1-1", "A-1-2"], paid, false)]);
+    let (then, paid) = ann_pays([], 3);
+    let state = then.then_events([booked(1, "ann", &["A-1-1", "A-1-2"], paid, false)]);
     assert_eq!(seat_state(&state, "A-1-2"), SeatState::Booked(rid(1)));
-    assert_eq!(
-        state.unwrap().counts,
-        Counts {
-            available: 28,
-            held: 0,
-            booked: 2,
-            withheld: 0
-        }
-    );
+    assert_eq!(state.unwrap().counts, counts(28, 0, 2, 0));
 }
 
 #[test]
@@ -1006,16 +987,8 @@ fn a_wrong_amount_is_refunded_and_the_hold_stays() {
 
 #[test]
 fn a_second_payment_is_refunded() {
-    let mut events = ann_holds();
-    events.push(booked(
-        1,
-        "ann",
-        &["A-1-1", "A-1-2"],
-        payment("evt_1", eur(ANN_AMOUNT)),
-        false,
-    ));
     let second = payment("evt_2", eur(ANN_AMOUNT));
-    Given::new(events)
+    Given::new(ann_paid())
         .when(pay(1, second.clone()), at(4))
         .then_events([refunded(1, "ann", second, RefundReason::DuplicatePayment)]);
 }
@@ -1034,12 +1007,8 @@ fn a_payment_for_a_cancelled_booking_is_refunded() {
 
 #[test]
 fn a_late_payment_books_the_seats_if_they_are_still_free() {
-    let mut events = ann_holds();
-    events.push(released(1, &["A-1-1", "A-1-2"], ReleaseReason::Expired));
-    let paid = payment("evt_1", eur(ANN_AMOUNT));
-    let state = Given::new(events)
-        .when(pay(1, paid.clone()), at(20))
-        .then_events([booked(1, "ann", &["A-1-1", "A-1-2"], paid, true)]);
+    let (then, paid) = ann_pays([released(1, &["A-1-1", "A-1-2"], ReleaseReason::Expired)], 20);
+    let state = then.then_events([booked(1, "ann", &["A-1-1", "A-1-2"], paid, true)]);
     let state = state.unwrap();
     assert_eq!(state.reservations[&rid(1)].status, ReservationStatus::Booked);
     assert!(state.reservations[&rid(1)].late);
@@ -1047,37 +1016,28 @@ fn a_late_payment_books_the_seats_if_they_are_still_free() {
 
 #[test]
 fn a_payment_after_a_failed_attempt_books_the_seats_if_they_are_still_free() {
-    let mut events = ann_holds();
-    events.push(payment_failed_event(1, "evt_0"));
-    events.push(released(1, &["A-1-1", "A-1-2"], ReleaseReason::PaymentFailed));
-    let paid = payment("evt_1", eur(ANN_AMOUNT));
-    Given::new(events)
-        .when(pay(1, paid.clone()), at(5))
-        .then_events([booked(1, "ann", &["A-1-1", "A-1-2"], paid, true)]);
+    let failed = [
+        payment_failed_event(1, "evt_0"),
+        released(1, &["A-1-1", "A-1-2"], ReleaseReason::PaymentFailed),
+    ];
+    let (then, paid) = ann_pays(failed, 5);
+    then.then_events([booked(1, "ann", &["A-1-1", "A-1-2"], paid, true)]);
 }
 
 #[test]
 fn a_late_payment_is_refunded_if_a_seat_was_taken() {
     // Bob took one of the two seats after Ann's hold expired.
-    let mut events = ann_holds();
-    events.push(released(1, &["A-1-1", "A-1-2"], ReleaseReason::Expired));
-    events.push(reserved(2, "bob", &["A-1-2"], 15));
-    let paid = payment("evt_1", eur(ANN_AMOUNT));
-    let state = Given::new(events)
-        .when(pay(1, paid.clone()), at(20))
-        .then_events([refunded(1, "ann", paid, RefundReason::SeatsTaken)]);
+    let expired = released(1, &["A-1-1", "A-1-2"], ReleaseReason::Expired);
+    let (then, paid) = ann_pays([expired, reserved(2, "bob", &["A-1-2"], 15)], 20);
+    let state = then.then_events([refunded(1, "ann", paid, RefundReason::SeatsTaken)]);
     assert_eq!(seat_state(&state, "A-1-2"), SeatState::Held(rid(2)));
 }
 
 #[test]
 fn a_payment_for_seats_the_customer_released_is_refunded() {
     // Even though the seats are free: the customer gave them up on purpose.
-    let mut events = ann_holds();
-    events.push(released(1, &["A-1-1", "A-1-2"], ReleaseReason::Released));
-    let paid = payment("evt_1", eur(ANN_AMOUNT));
-    Given::new(events)
-        .when(pay(1, paid.clone()), at(5))
-        .then_events([refunded(1, "ann", paid, RefundReason::SeatsTaken)]);
+    let (then, paid) = ann_pays([released(1, &["A-1-1", "A-1-2"], ReleaseReason::Released)], 5);
+    then.then_events([refunded(1, "ann", paid, RefundReason::SeatsTaken)]);
 }
 
 #[test]
@@ -1102,15 +1062,7 @@ fn a_failed_payment_releases_the_hold() {
 #[test]
 fn a_failed_payment_without_a_hold_is_only_recorded() {
     // A booking stays booked; an expired hold has nothing left to release.
-    let mut events = ann_holds();
-    events.push(booked(
-        1,
-        "ann",
-        &["A-1-1", "A-1-2"],
-        payment("evt_1", eur(ANN_AMOUNT)),
-        false,
-    ));
-    Given::new(events)
+    Given::new(ann_paid())
         .when(fail(1, "evt_2"), at(4))
         .then_events([payment_failed_event(1, "evt_2")]);
 
@@ -1446,24 +1398,27 @@ impl Run {
                 reservation,
                 by_owner,
                 customer,
-            } => {
-                let id = self.pick(*reservation);
-                let customer = if *by_owner { self.owner(id) } else { who(*customer) };
-                Command::Release {
-                    customer,
-                    reservation_id: id,
-                }
             }
-            Step::Cancel {
+            | Step::Cancel {
                 reservation,
                 by_owner,
                 customer,
             } => {
-                let id = self.pick(*reservation);
-                let customer = if *by_owner { self.owner(id) } else { who(*customer) };
-                Command::Cancel {
-                    customer,
-                    reservation_id: id,
+                let reservation_id = self.pick(*reservation);
+                let customer = if *by_owner {
+                    self.owner(reservation_id)
+                } else {
+                    who(*customer)
+                };
+                match step {
+                    Step::Release { .. } => Command::Release {
+                        customer,
+                        reservation_id,
+                    },
+                    _ => Command::Cancel {
+                        customer,
+                        reservation_id,
+                    },
                 }
             }
             Step::Expire { reservation } => Command::Expire {
@@ -1678,21 +1633,17 @@ fn check_replay(state: &EventState, log: &[(Event, Option<String>)]) {
         apply(&mut replayed, event, key.as_deref());
     }
     let replayed = replayed.expect("the log starts with EventScheduled");
-    assert_eq!(replayed.seats, state.seats);
-    assert_eq!(replayed.counts, state.counts);
-    assert_eq!(replayed.reservations, state.reservations);
-    assert_eq!(replayed.idempotency, state.idempotency);
-    assert_eq!(replayed.payments_seen, state.payments_seen);
-    assert_eq!(replayed.sequence, state.sequence);
     // A snapshot, stored as JSON and read back, restores the same state as the replay.
     let json = serde_json::to_vec(&state.snapshot()).unwrap();
     let restored = EventState::from_snapshot(serde_json::from_slice(&json).unwrap());
-    assert_eq!(restored.seats, state.seats);
-    assert_eq!(restored.counts, state.counts);
-    assert_eq!(restored.reservations, state.reservations);
-    assert_eq!(restored.idempotency, state.idempotency);
-    assert_eq!(restored.payments_seen, state.payments_seen);
-    assert_eq!(restored.sequence, state.sequence);
+    for (how, rebuilt) in [("replayed", &replayed), ("restored", &restored)] {
+        assert_eq!(rebuilt.seats, state.seats, "{how}");
+        assert_eq!(rebuilt.counts, state.counts, "{how}");
+        assert_eq!(rebuilt.reservations, state.reservations, "{how}");
+        assert_eq!(rebuilt.idempotency, state.idempotency, "{how}");
+        assert_eq!(rebuilt.payments_seen, state.payments_seen, "{how}");
+        assert_eq!(rebuilt.sequence, state.sequence, "{how}");
+    }
     assert_eq!(restored.info, state.info);
     check_customer_limit(&replayed);
     check_customer_limit(&restored);

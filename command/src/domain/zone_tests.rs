@@ -1,9 +1,9 @@
 //! General admission: reserving counts of places from a standing zone, decided on the pure
 //! domain (given / when / then), and a property test of the zone's invariants.
 
+use frontrow_schema::testsuite::{self, seated, standing};
 use frontrow_schema::*;
 use proptest::prelude::*;
-use uuid::Uuid;
 
 use super::test_support::{self, seats as ids, section as code, *};
 use super::*;
@@ -14,21 +14,15 @@ const PLACE: i64 = 2000;
 const CAPACITY: u32 = 6;
 const MAX_PER_ORDER: u8 = 4;
 
-fn event_id() -> EventId {
-    EventId::from_uuid(Uuid::from_u128(0x6A))
-}
-
 /// Section `A`: one row of 4 seats; `FLOOR`: a standing zone of [`CAPACITY`] places.
 fn info(max_seats_per_customer: Option<u16>) -> EventScheduled {
-    let seat_map = serde_json::from_value(serde_json::json!({
-        "tiers": [{"code": "SEAT", "name": "Seated", "price": SEAT},
-                  {"code": "GA", "name": "Standing", "price": PLACE}],
-        "sections": [
-            {"code": "A", "name": "Seats", "rows": [{"name": "1", "seats": 4, "tier": "SEAT"}]},
-            {"code": "FLOOR", "name": "Floor", "standing": {"capacity": CAPACITY, "tier": "GA"}}
-        ]
-    }))
-    .unwrap();
+    let seat_map = testsuite::seat_map(
+        &[("SEAT", "Seated", SEAT), ("GA", "Standing", PLACE)],
+        vec![
+            seated("A", "Seats", &[("1", 4, "SEAT")]),
+            standing("FLOOR", "Floor", CAPACITY, "GA"),
+        ],
+    );
     EventScheduled {
         title: "Club Night".into(),
         starts_at: at(240),
@@ -79,19 +73,19 @@ fn decide_at(state: &Option<EventState>, command: &Command) -> Result<Vec<Event>
     decide(state.as_ref(), event_id(), command, at(0))
 }
 
+/// `who` orders as many places of the zone as `places` lists, as reservation `id`, and holds
+/// exactly those at the zone's price.
+#[track_caller]
+fn takes_places(state: &Option<EventState>, who: &str, id: u128, places: &[&str]) {
+    let count = places.len() as u8;
+    let events = decide_at(state, &reserve(who, id, zone(count))).unwrap();
+    assert_eq!(events, [reserved(id, who, places, i64::from(count) * PLACE)]);
+}
+
 #[test]
 fn a_zone_reservation_takes_the_lowest_numbered_free_places_at_the_zones_price() {
     let state = given(None, []);
-    let events = decide_at(&state, &reserve("ann", 1, zone(3))).unwrap();
-    assert_eq!(
-        events,
-        [reserved(
-            1,
-            "ann",
-            &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"],
-            3 * PLACE
-        )]
-    );
+    takes_places(&state, "ann", 1, &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3"]);
 }
 
 #[test]
@@ -113,16 +107,7 @@ fn released_places_are_taken_again_and_any_free_places_will_do() {
         apply(&mut state, &event, None);
     }
     assert_eq!(state.as_ref().unwrap().counts.available, 4 + 3);
-    let events = decide_at(&state, &reserve("cat", 3, zone(3))).unwrap();
-    assert_eq!(
-        events,
-        [reserved(
-            3,
-            "cat",
-            &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-6"],
-            3 * PLACE
-        )]
-    );
+    takes_places(&state, "cat", 3, &["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-6"]);
 }
 
 #[test]

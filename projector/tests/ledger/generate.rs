@@ -13,6 +13,7 @@ use frontrow_command::domain::{self, Command, EventState, ReservationStatus, Sea
 use frontrow_command::writer::{Meta, record};
 use frontrow_journal::{Journal, Record};
 use frontrow_schema::partition::partition_of;
+use frontrow_schema::testsuite;
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -98,25 +99,16 @@ impl Generator {
         for i in 0..events {
             let event_id = EventId::from_uuid(Uuid::from_u64_pair(seed, i as u64 + 1));
             let info = EventScheduled {
-                event_id,
                 organizer: OrganizerId::parse(if i % 2 == 0 { "acme" } else { "other" }).unwrap(),
                 title: format!("Show {i}"),
-                artist: "The Testers".into(),
-                venue: "Hall".into(),
-                city: "Utrecht".into(),
-                tags: vec![],
-                aliases: vec![],
                 starts_at: onsale + Duration::days(3650),
-                onsale_at: onsale,
                 hold_minutes: HoldMinutes::new(5).unwrap(),
-                max_seats_per_order: 4,
                 // Forty customers buy the whole house again and again: the limit stays out
                 // of the way.
                 max_seats_per_customer: Some(frontrow_command::domain::MAX_SEATS_PER_CUSTOMER),
                 // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
                 allow_orphan_seats: true,
-                currency: Currency::parse("EUR").unwrap(),
-                seat_map: map(rows.max(2) - u16::from(i % 3 == 0), seats),
+                ..testsuite::sample_event(event_id, onsale, map(rows.max(2) - u16::from(i % 3 == 0), seats))
             };
             g.command(event_id, Command::Schedule(Box::new(info)), None);
             if i % 3 == 0 {
@@ -266,22 +258,27 @@ impl Generator {
                         message: Some("Your card was declined.".into()),
                     }
                 }
-                80..=86 => {
-                    let Some((rid, customer, _)) = pick(&mut self.rng, ReservationStatus::Held) else {
+                80..=93 => {
+                    // The owner lets a hold go (80 to 86) or cancels a booking.
+                    let release = roll <= 86;
+                    let status = if release {
+                        ReservationStatus::Held
+                    } else {
+                        ReservationStatus::Booked
+                    };
+                    let Some((reservation_id, customer, _)) = pick(&mut self.rng, status) else {
                         continue;
                     };
-                    Command::Release {
-                        customer,
-                        reservation_id: rid,
-                    }
-                }
-                87..=93 => {
-                    let Some((rid, customer, _)) = pick(&mut self.rng, ReservationStatus::Booked) else {
-                        continue;
-                    };
-                    Command::Cancel {
-                        customer,
-                        reservation_id: rid,
+                    if release {
+                        Command::Release {
+                            customer,
+                            reservation_id,
+                        }
+                    } else {
+                        Command::Cancel {
+                            customer,
+                            reservation_id,
+                        }
                     }
                 }
                 94..=95 => {

@@ -61,6 +61,24 @@ pub struct Known {
     pub reservation_seats: HashMap<ReservationId, Vec<SeatId>>,
 }
 
+/// About how many ledger rows a record makes: one per seat of the map it schedules or puts in
+/// place, one for anything else.
+pub fn rows_made(envelope: &Envelope) -> usize {
+    let map = match &envelope.event {
+        Event::EventScheduled(e) => &e.seat_map,
+        Event::SeatMapChanged(e) => &e.seat_map,
+        _ => return 1,
+    };
+    map.sections
+        .iter()
+        .map(|s| {
+            s.rows.iter().map(|r| usize::from(r.seats)).sum::<usize>()
+                + s.standing.as_ref().map_or(0, |z| z.capacity as usize)
+        })
+        .sum::<usize>()
+        .max(1)
+}
+
 /// What [`Known`] must hold for a batch: events not scheduled in the batch, and reservations
 /// whose booking the batch cancels without having reserved them.
 pub fn needs(records: &[Envelope], known: &Known) -> (Vec<EventId>, Vec<ReservationId>) {

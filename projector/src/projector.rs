@@ -44,6 +44,8 @@ pub struct Projector {
     journal: Arc<dyn Journal>,
     ledger: Arc<dyn Ledger>,
     batch: usize,
+    /// Most rows one ledger batch builds before it commits (see [`chunk_ends`]).
+    rows_per_batch: usize,
     events: HashMap<EventId, Arc<EventMeta>>,
 }
 
@@ -53,8 +55,15 @@ impl Projector {
             journal,
             ledger,
             batch: batch.max(1),
+            rows_per_batch: ROWS_PER_BATCH,
             events: HashMap::new(),
         }
+    }
+
+    /// Cuts reads into ledger batches of at most `rows` rows (default [`ROWS_PER_BATCH`]).
+    pub fn with_rows_per_batch(mut self, rows: usize) -> Self {
+        self.rows_per_batch = rows.max(1);
+        self
     }
 
     pub fn ledger(&self) -> &Arc<dyn Ledger> {
@@ -88,12 +97,36 @@ impl Projector {
             })?);
         }
         let to = read.next.max(from);
-        let result = self.write(partition, from, to, &envelopes, crash_before_commit).await;
-        if result.is_err() {
-            // What the cache learnt from a batch that did not commit may be ahead of the ledger.
-            self.events.clear();
+        // A read becomes one ledger batch, or several when its records make many rows (an
+        // event scheduled writes a row per seat): each commits its own range of offsets, so
+        // the rows held in memory at once stay bounded however large the events are.
+        let mut start = 0;
+        for end in chunk_ends(&envelopes, self.rows_per_batch) {
+            let (chunk_from, chunk_to) = (
+                if start == 0 { from } else { read.records[start].offset },
+                if end == envelopes.len() {
+                    to
+                } else {
+                    read.records[end].offset
+                },
+            );
+            let crash = crash_before_commit && start == 0;
+            let result = self
+                .write(partition, chunk_from, chunk_to, &envelopes[start..end], crash)
+                .await;
+            if let Err(e) = result {
+                // What the cache learnt from a batch that did not commit may be ahead of the ledger.
+                self.events.clear();
+                return Err(e);
+            }
+            start = end;
         }
-        result.map(|()| to)
+        if envelopes.is_empty() {
+            self.write(partition, from, to, &[], crash_before_commit)
+                .await
+                .inspect_err(|_| self.events.clear())?;
+        }
+        Ok(to)
     }
 
     async fn write(
@@ -385,4 +418,88 @@ pub async fn rebuild(
         "ledger rebuilt and promoted"
     );
     Ok(report)
+}
+
+/// Most ledger rows one batch builds in memory before it commits (a seat row is a few hundred
+/// bytes while it is being built).
+const ROWS_PER_BATCH: usize = 50_000;
+
+/// Where a read's records are cut into batches of at most `limit` rows (a record that alone
+/// makes more is a batch of its own): the end index of each batch.
+fn chunk_ends(envelopes: &[Envelope], limit: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut rows = 0;
+    for (i, envelope) in envelopes.iter().enumerate() {
+        let weight = projection::rows_made(envelope);
+        if rows > 0 && rows + weight > limit {
+            ends.push(i);
+            rows = 0;
+        }
+        rows += weight;
+    }
+    if !envelopes.is_empty() {
+        ends.push(envelopes.len());
+    }
+    ends
+}
+
+#[cfg(test)]
+mod tests {
+    use frontrow_schema::testsuite::{sample_event, seat_map, seated, standing};
+    use frontrow_schema::{Event, EventId, PaymentFailed, ReservationId};
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn envelope(event: Event) -> Envelope {
+        Envelope {
+            id: Uuid::now_v7(),
+            event_id: EventId::new(),
+            sequence: 1,
+            time: chrono::Utc::now(),
+            causation_id: None,
+            correlation_id: None,
+            idempotency_key: None,
+            event,
+        }
+    }
+
+    /// An event of 2 rows of 10 seats and a standing zone of 30: 50 rows in the ledger.
+    fn scheduled() -> Envelope {
+        let map = seat_map(
+            &[("T", "Tier", 1000)],
+            vec![
+                seated("A", "Stalls", &[("1", 10, "T"), ("2", 10, "T")]),
+                standing("F", "Floor", 30, "T"),
+            ],
+        );
+        envelope(Event::EventScheduled(sample_event(
+            EventId::new(),
+            chrono::Utc::now(),
+            map,
+        )))
+    }
+
+    fn small() -> Envelope {
+        envelope(Event::PaymentFailed(PaymentFailed {
+            reservation_id: ReservationId::new(),
+            provider_event_id: "evt".into(),
+            payment_intent: "pi".into(),
+            message: None,
+        }))
+    }
+
+    #[test]
+    fn reads_are_cut_where_the_rows_would_pass_the_limit() {
+        assert_eq!(projection::rows_made(&scheduled()), 50);
+        assert_eq!(projection::rows_made(&small()), 1);
+        let read = [small(), scheduled(), small(), scheduled(), scheduled(), small()];
+        // 1 + 50 + 1 fit in 60; each later event starts a batch, and the last small record
+        // joins the third event's.
+        assert_eq!(chunk_ends(&read, 60), vec![3, 4, 6]);
+        // An event larger than the limit is a batch of its own, never split or dropped.
+        assert_eq!(chunk_ends(&read, 10), vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(chunk_ends(&read, 1000), vec![6]);
+        assert!(chunk_ends(&[], 10).is_empty());
+    }
 }

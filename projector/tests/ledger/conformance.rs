@@ -225,10 +225,20 @@ pub async fn crash_mid_batch_then_restart_equals_fresh_replay(h: &dyn Harness) {
     catch_up(&g.journal, &fresh, 1000).await;
     let small = h.ledger("crash_small_batches").await;
     catch_up(&g.journal, &small, 7).await;
+    // Reads of 1000 records cut into ledger batches of about 100 rows: an event scheduled
+    // (78 seats) is about one batch of its own.
+    let cut = h.ledger("crash_cut_batches").await;
+    Projector::new(g.journal.clone(), cut.clone(), 1000)
+        .with_rows_per_batch(100)
+        .catch_up()
+        .await
+        .unwrap();
     let want = fresh.dump().await.unwrap();
     assert!(want["money_entries"].len() > 10 && want["seat_history"].len() > 100);
     assert_eq!(crashed.dump().await.unwrap(), want);
     assert_eq!(small.dump().await.unwrap(), want);
+    assert_eq!(cut.dump().await.unwrap(), want);
+    assert_eq!(cut.positions().await.unwrap(), want_positions);
 }
 
 /// A batch that does not start where the last one ended is refused and writes nothing.

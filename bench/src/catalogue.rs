@@ -3,7 +3,8 @@
 //!
 //! The real binary runs in a child process ([`crate::child`]) on its embedded defaults. The
 //! harness creates `events` events with the 20,008-seat arena map (`POST /events`, a few at a
-//! time), reading the child's `VmRSS` as it goes; then it stops the child gracefully (SIGTERM:
+//! time), reading the child's `VmRSS` as it goes and until its projections (ledger, search
+//! index, maps: `frontrow_follower_lag_records` on `/metrics`) have caught up; then it stops the child gracefully (SIGTERM:
 //! writers leave snapshots) and reads the data directory's size, starts it again on the same data
 //! and times the start to the first `200` of `/ready`; then the same after `kill -9`. After
 //! each start it reads the child's memory at `/ready` and two seconds later, and checks that
@@ -48,6 +49,8 @@ impl CatalogueConfig {
     }
 }
 
+/// How long the projections may take to catch up with the catalogue.
+const PROJECTED_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long a restarted child may take to say `/ready` before the scenario gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// Memory is read again this long after `/ready`.
@@ -84,6 +87,11 @@ pub async fn catalogue(config: &Config, results: &mut Results) -> anyhow::Result
     let seats = (ids.len() * 20_008) as f64;
     let newest = ids.last().context("no event created")?.clone();
     let rss_created = child.rss_kib().unwrap_or(0);
+    // The ledger and the search index follow the log: until they have caught up the
+    // catalogue is not built, and stopping earlier would leave their work to the restart.
+    let (projected_s, projecting_peak) = projected(&child, &http, PROJECTED_TIMEOUT).await?;
+    let rss_projected = child.rss_kib().unwrap_or(0);
+    let rss_peak = rss_peak.max(projecting_peak);
     let mib = |kib: u64| kib as f64 / 1024.0;
     let per_seat = |kib: u64| kib as f64 * 1024.0 / seats;
     let graceful = child.stop().await?;
@@ -108,6 +116,8 @@ pub async fn catalogue(config: &Config, results: &mut Results) -> anyhow::Result
         "rss_before_mib": mib(rss_before),
         "rss_peak_while_creating_mib": mib(rss_peak),
         "rss_created_mib": mib(rss_created),
+        "projected_s": projected_s,
+        "rss_projected_mib": mib(rss_projected),
         "bytes_per_seat_peak": per_seat(rss_peak),
         "bytes_per_seat_created": per_seat(rss_created),
         "growth_bytes_per_seat": per_seat(rss_created.saturating_sub(rss_before)),
@@ -216,4 +226,34 @@ async fn loaded(http: &reqwest::Client, base: &str, events: usize, newest: &str)
         ok,
         format!("{listed} of {events} events listed; newest map {status}, {available:?} seats available"),
     ))
+}
+
+/// Waits until every follower that reports its lag (the ledger projector, the search
+/// projector, the query node's maps) is at the end of its partition, from `/metrics`; returns
+/// the seconds waited and the child's peak RSS meanwhile (KiB).
+async fn projected(child: &ChildFrontRow, http: &reqwest::Client, limit: Duration) -> anyhow::Result<(f64, u64)> {
+    let started = Instant::now();
+    let mut peak = 0;
+    loop {
+        peak = peak.max(child.rss_kib().unwrap_or(0));
+        let metrics = http
+            .get(format!("http://{}/metrics", child.addr))
+            .send()
+            .await?
+            .text()
+            .await?;
+        let lags: Vec<f64> = metrics
+            .lines()
+            .filter(|l| l.starts_with("frontrow_follower_lag_records{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        if !lags.is_empty() && lags.iter().all(|&lag| lag == 0.0) {
+            return Ok((started.elapsed().as_secs_f64(), peak));
+        }
+        anyhow::ensure!(
+            started.elapsed() < limit,
+            "the projections did not catch up within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

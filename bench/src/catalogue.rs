@@ -156,11 +156,21 @@ async fn create_all(
         peak = peak.max(child.rss_kib().unwrap_or(0));
     }
     let last = ids.last().context("no event created")?;
-    let res = http
-        .get(format!("{base}/events/{last}/availability?wait_ms=10000"))
-        .send()
-        .await?;
-    anyhow::ensure!(res.status() == 200, "the newest event is not readable");
+    // The maps follow the log: under load they may trail the creations by more than one wait.
+    loop {
+        let res = http
+            .get(format!("{base}/events/{last}/availability?wait_ms=10000"))
+            .send()
+            .await?;
+        if res.status() == 200 {
+            break;
+        }
+        anyhow::ensure!(
+            started.elapsed() < PROJECTED_TIMEOUT,
+            "the newest event is not readable: {}",
+            res.status()
+        );
+    }
     peak = peak.max(child.rss_kib().unwrap_or(0));
     Ok((ids, started.elapsed().as_secs_f64(), peak))
 }

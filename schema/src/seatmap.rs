@@ -552,8 +552,10 @@ pub struct SeatLayout {
     sections: Vec<std::ops::Range<usize>>,
     by_row: HashMap<(SectionCode, RowName), usize>,
     section_by_code: HashMap<SectionCode, usize>,
-    /// For each flat seat index, the index of its row in `rows`.
-    row_of_seat: Vec<u32>,
+    /// Seats and places in all: flat indexes are `0..seats`. A seat's row is found by a binary
+    /// search over the rows' starts (no per-seat table: a node holding ten million seats would
+    /// spend 4 bytes on each in every layout).
+    seats: u32,
     map: SeatMap,
 }
 
@@ -564,7 +566,6 @@ impl SeatLayout {
         let mut sections = Vec::new();
         let mut by_row = HashMap::new();
         let mut section_by_code = HashMap::new();
-        let mut row_of_seat = Vec::new();
         let mut next: u32 = 0;
         for (si, section) in map.sections.iter().enumerate() {
             section_by_code.insert(section.code.clone(), si);
@@ -573,7 +574,6 @@ impl SeatLayout {
                 // Validated: the capacity fits a place number.
                 let places = zone.capacity.min(u32::from(u16::MAX)) as u16;
                 by_row.insert((section.code.clone(), standing_row()), rows.len());
-                row_of_seat.extend(std::iter::repeat_n(rows.len() as u32, usize::from(places)));
                 rows.push(RowSpan {
                     section: si as u32,
                     row: 0,
@@ -586,7 +586,6 @@ impl SeatLayout {
             }
             for (ri, row) in section.rows.iter().enumerate() {
                 by_row.insert((section.code.clone(), row.name.clone()), rows.len());
-                row_of_seat.extend(std::iter::repeat_n(rows.len() as u32, usize::from(row.seats)));
                 rows.push(RowSpan {
                     section: si as u32,
                     row: ri as u32,
@@ -604,7 +603,7 @@ impl SeatLayout {
             sections,
             by_row,
             section_by_code,
-            row_of_seat,
+            seats: next,
             map,
         }
     }
@@ -615,11 +614,11 @@ impl SeatLayout {
 
     /// Number of seats.
     pub fn len(&self) -> usize {
-        self.row_of_seat.len()
+        self.seats as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.row_of_seat.is_empty()
+        self.seats == 0
     }
 
     pub fn index_of(&self, seat: &SeatId) -> Option<u32> {
@@ -628,7 +627,7 @@ impl SeatLayout {
     }
 
     pub fn seat_at(&self, index: u32) -> SeatId {
-        let span = self.rows[self.row_of_seat[index as usize] as usize];
+        let span = self.row_of(index);
         let section = &self.map.sections[span.section as usize];
         let row = match span.standing {
             true => standing_row(),
@@ -656,9 +655,17 @@ impl SeatLayout {
         self.section_rows(section).first().copied().filter(|span| span.standing)
     }
 
-    /// The row a seat index belongs to.
+    /// The row a seat index belongs to. Panics when the index is not a seat of this layout.
     pub fn row_of(&self, index: u32) -> RowSpan {
-        self.rows[self.row_of_seat[index as usize] as usize]
+        assert!(
+            index < self.seats,
+            "seat index {index} of a layout of {} seats",
+            self.seats
+        );
+        // Rows are laid out in index order: the seat's row is the last one starting at or
+        // before it (a row of no seats shares its start with the next and is never the last).
+        let after = self.rows.partition_point(|r| r.start <= index);
+        self.rows[after - 1]
     }
 
     pub fn price_of(&self, index: u32) -> i64 {
@@ -740,7 +747,13 @@ mod tests {
         for i in 0..9 {
             let seat = layout.seat_at(i);
             assert_eq!(layout.index_of(&seat), Some(i), "{seat}");
+            let row = layout.row_of(i);
+            assert!(
+                row.start <= i && i < row.start + u32::from(row.seats),
+                "{seat} in {row:?}"
+            );
         }
+        assert!(std::panic::catch_unwind(|| layout.row_of(9)).is_err(), "9 is no seat");
         assert_eq!(layout.index_of(&"A-1-5".parse().unwrap()), None);
         assert_eq!(layout.index_of(&"C-1-1".parse().unwrap()), None);
         assert_eq!(layout.price_of(0), 9900);

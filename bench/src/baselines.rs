@@ -123,6 +123,39 @@ impl Database {
             .collect()
     }
 
+    /// The harness's seat picks as a table (`pgbench_picks (n, seats)`), for pgbench's script
+    /// to send the same seat lists the harness sends.
+    pub async fn add_picks(&self, picks: &[Vec<String>]) -> anyhow::Result<()> {
+        let schema = &self.schema;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP TABLE IF EXISTS {schema}.pgbench_picks; CREATE TABLE {schema}.pgbench_picks (n int PRIMARY KEY, seats text[] NOT NULL)"
+        )))
+        .execute(&self.admin)
+        .await?;
+        let literals: Vec<String> = picks.iter().map(|p| format!("{{{}}}", p.join(","))).collect();
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO {schema}.pgbench_picks (n, seats) \
+             SELECT i - 1, p::text[] FROM UNNEST($1::text[]) WITH ORDINALITY AS t(p, i)"
+        )))
+        .bind(&literals)
+        .execute(&self.admin)
+        .await?;
+        Ok(())
+    }
+
+    /// Sets every seat of `event` to `status` (not timed).
+    pub async fn set_status(&self, event: Uuid, status: &str) -> anyhow::Result<()> {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {}.seats SET status = $2 WHERE event_id = $1",
+            self.schema
+        )))
+        .bind(event)
+        .bind(status)
+        .execute(&self.admin)
+        .await?;
+        Ok(())
+    }
+
     pub async fn drop(self) -> anyhow::Result<()> {
         sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)))
             .execute(&self.admin)
@@ -160,7 +193,7 @@ struct ReserveBody {
 }
 
 /// Compare-and-delete: a lock is removed only by the holder whose token it still carries.
-const UNLOCK: &str = r"
+pub const UNLOCK: &str = r"
 local n = 0
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then
@@ -210,9 +243,14 @@ pub async fn database_server(
             None => Design::Naive,
             Some(url) => {
                 let client = redis::Client::open(url.as_str()).context("redis url")?;
+                // TCP_NODELAY, as every Redis client that pipelines should have (the redis
+                // crate leaves Nagle on unless its `tcp_nodelay` feature is enabled).
+                let nodelay = std::env::var_os("FRONTROW_BENCH_REDIS_NAGLE").is_none();
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(nodelay));
                 Design::Locked(
                     client
-                        .get_multiplexed_async_connection()
+                        .get_multiplexed_async_connection_with_config(&config)
                         .await
                         .context("connecting to Redis")?,
                 )

@@ -155,14 +155,19 @@ pub struct Timeline {
 impl Timeline {
     pub const STEP: u64 = 250;
 
-    /// The rate of the first `n` answers (answers over the time the `n`th came in), from the
-    /// nearest mark at or past `n`; `None` before any mark.
+    /// The rate of the first `n` answers (`n` over the time the `n`th came in, interpolated
+    /// between marks); past the last mark, the whole run's rate; `None` without marks.
     pub fn rate_of_first(&self, n: u64) -> Option<f64> {
-        let &(count, secs) = self
-            .marks
-            .iter()
-            .find(|(count, _)| *count >= n)
-            .or_else(|| self.marks.last())?;
+        let at = self.marks.iter().position(|(count, _)| *count >= n);
+        let (count, secs) = match at {
+            None => *self.marks.last()?,
+            Some(0) => self.marks[0],
+            Some(i) => {
+                let ((c0, t0), (c1, t1)) = (self.marks[i - 1], self.marks[i]);
+                let share = (n - c0) as f64 / (c1 - c0).max(1) as f64;
+                (n, t0 + (t1 - t0) * share)
+            }
+        };
         (secs > 0.0).then(|| count as f64 / secs)
     }
 }
@@ -322,6 +327,31 @@ mod tests {
         let stats = drive(Mode::Closed { clients: 2 }, bounds, job(Duration::from_millis(10))).await;
         assert!(stats.requests < 100, "{stats:?}");
         assert!(stats.elapsed_s < 2.0);
+    }
+
+    #[tokio::test]
+    async fn the_timeline_gives_the_rate_of_the_first_answers() {
+        let bounds = Bounds {
+            max_requests: 1000,
+            max_time: Duration::from_secs(10),
+        };
+        let (stats, timeline) = drive_timed(Mode::Closed { clients: 8 }, bounds, job(Duration::ZERO)).await;
+        assert_eq!(stats.requests, 1000);
+        let counts: Vec<u64> = timeline.marks.iter().map(|m| m.0).collect();
+        assert_eq!(counts, [250, 500, 750, 1000]);
+        assert!(timeline.rate_of_first(100).unwrap() > 0.0);
+        let late = Timeline {
+            marks: vec![(250, 1.0), (500, 1.5), (1000, 2.0)],
+        };
+        assert_eq!(late.rate_of_first(250), Some(250.0));
+        assert!((late.rate_of_first(500).unwrap() - 500.0 / 1.5).abs() < 1e-9);
+        assert!((late.rate_of_first(750).unwrap() - 750.0 / 1.75).abs() < 1e-9);
+        assert_eq!(
+            late.rate_of_first(5000),
+            Some(500.0),
+            "past the end: the whole run's rate"
+        );
+        assert_eq!(Timeline::default().rate_of_first(1), None);
     }
 
     #[test]

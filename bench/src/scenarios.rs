@@ -538,11 +538,15 @@ pub(crate) async fn databases(
 pub(crate) fn half_max_rate(timeline: &Timeline, max_rate: f64, open_s: f64) -> (f64, u64) {
     let mut rate = max_rate / 2.0;
     let mut first = 0;
-    for _ in 0..12 {
+    for _ in 0..200 {
         first = (rate * open_s).ceil().max(1.0) as u64;
-        match timeline.rate_of_first(first) {
-            Some(r) => rate = r / 2.0,
-            None => break,
+        let Some(r) = timeline.rate_of_first(first) else {
+            break;
+        };
+        let converged = (r / 2.0 - rate).abs() <= rate * 1e-4;
+        rate = r / 2.0;
+        if converged {
+            break;
         }
     }
     (rate.max(1.0), first)
@@ -588,4 +592,32 @@ async fn pg_parts(
         figures.push(f);
     }
     Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_max_is_half_the_rate_of_the_requests_the_open_loop_sends() {
+        // A closed loop that answered its first 5,000 requests at 1,000/s (commits) and the
+        // next 35,000 at 7,000/s (refusals): 40,000 in 10 s, 4,000/s overall.
+        let marks = (1..=160u64)
+            .map(|k| {
+                let n = k * 250;
+                let secs = if n <= 5000 {
+                    n as f64 / 1000.0
+                } else {
+                    5.0 + (n - 5000) as f64 / 7000.0
+                };
+                (n, secs)
+            })
+            .collect();
+        let timeline = Timeline { marks };
+        let (rate, first) = half_max_rate(&timeline, 4000.0, 10.0);
+        assert!((rate - 500.0).abs() < 1.0, "{rate}");
+        assert!((4990..=5010).contains(&first), "{first}");
+        // Without a timeline: half the whole rate.
+        assert_eq!(half_max_rate(&Timeline::default(), 4000.0, 10.0).0, 2000.0);
+    }
 }

@@ -51,9 +51,6 @@ impl Conn {
 
     /// Reads more into the buffer; an error if the peer closed.
     pub async fn fill(&mut self) -> anyhow::Result<()> {
-        if self.buf.capacity() - self.buf.len() < 512 {
-            self.buf.reserve(4096);
-        }
         let n = self.stream.read_buf(&mut self.buf).await?;
         anyhow::ensure!(n > 0, "connection closed");
         Ok(())

@@ -20,6 +20,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use anyhow::Context;
 use axum::extract::{Path, State};
@@ -176,6 +178,37 @@ enum Design {
 struct DbState {
     pool: PgPool,
     design: Design,
+    parts: Arc<Parts>,
+}
+
+/// Where a reservation's time goes inside the design, summed over every request since the
+/// server started (`GET /parts`): the Redis lock round trip, waiting for a pooled PostgreSQL
+/// connection, the transaction on it, and the unlock. The report divides by `requests`.
+#[derive(Default)]
+struct Parts {
+    requests: AtomicU64,
+    lock_us: AtomicU64,
+    acquire_us: AtomicU64,
+    transaction_us: AtomicU64,
+    unlock_us: AtomicU64,
+}
+
+impl Parts {
+    fn add(counter: &AtomicU64, since: Instant) {
+        counter.fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let n = self.requests.load(Ordering::Relaxed);
+        let per = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1000.0 / n.max(1) as f64;
+        json!({
+            "requests": n,
+            "lock_ms": per(&self.lock_us),
+            "pool_wait_ms": per(&self.acquire_us),
+            "transaction_ms": per(&self.transaction_us),
+            "unlock_ms": per(&self.unlock_us),
+        })
+    }
 }
 
 /// The optimistic reservation: every seat, only if it is still available.
@@ -256,8 +289,16 @@ pub async fn database_server(
                 )
             }
         };
-        let state = DbState { pool, design };
+        let state = DbState {
+            pool,
+            design,
+            parts: Arc::default(),
+        };
         let router = Router::new()
+            .route(
+                "/parts",
+                get(|State(state): State<DbState>| async move { Json(state.parts.json()) }),
+            )
             .route("/events/{event}/reservations", post(reserve))
             .route("/events/{event}/reservations/{reservation}/pay", post(pay))
             .with_state(state)
@@ -286,8 +327,10 @@ async fn reserve(
     let reservation = Uuid::now_v7();
     let keys: Vec<String> = seats.iter().map(|s| format!("lock:{event}:{s}")).collect();
     let token = reservation.to_string();
+    state.parts.requests.fetch_add(1, Ordering::Relaxed);
     if let Design::Locked(redis) = &state.design {
         let mut redis = redis.clone();
+        let locking = Instant::now();
         let mut pipe = redis::pipe();
         for key in &keys {
             pipe.cmd("SET")
@@ -301,14 +344,19 @@ async fn reserve(
             Ok(got) => got,
             Err(e) => return problem(StatusCode::SERVICE_UNAVAILABLE, e),
         };
+        Parts::add(&state.parts.lock_us, locking);
         if got.iter().any(Option::is_none) {
+            let unlocking = Instant::now();
             let _ = unlock(&mut redis, &keys, &token).await;
+            Parts::add(&state.parts.unlock_us, unlocking);
             return problem(StatusCode::CONFLICT, "seats locked by another reservation");
         }
     }
     let result = write(&state, event, &seats, reservation, customer.as_str()).await;
     if let Design::Locked(redis) = &state.design {
+        let unlocking = Instant::now();
         let _ = unlock(&mut redis.clone(), &keys, &token).await;
+        Parts::add(&state.parts.unlock_us, unlocking);
     }
     match result {
         Ok(true) => (
@@ -329,7 +377,10 @@ async fn write(
     reservation: Uuid,
     customer: &str,
 ) -> sqlx::Result<bool> {
+    let acquiring = Instant::now();
     let mut tx = state.pool.begin().await?;
+    Parts::add(&state.parts.acquire_us, acquiring);
+    let transaction = Instant::now();
     let updated = sqlx::query(RESERVE_SQL)
         .bind(event)
         .bind(seats)
@@ -338,13 +389,14 @@ async fn write(
         .execute(&mut *tx)
         .await?
         .rows_affected();
-    if updated == seats.len() as u64 {
+    let ok = updated == seats.len() as u64;
+    if ok {
         tx.commit().await?;
-        Ok(true)
     } else {
         tx.rollback().await?;
-        Ok(false)
     }
+    Parts::add(&state.parts.transaction_us, transaction);
+    Ok(ok)
 }
 
 async fn unlock(

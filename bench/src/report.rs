@@ -148,8 +148,26 @@ pub fn bottlenecks(results: &Results) -> Vec<String> {
                 .find("1-hot-onsale", target, "reserve explicit (half max)")
                 .map(|h| format!("; half max {:.0}/s open loop, p99 {:.1} ms", h.throughput, h.p99_ms))
                 .unwrap_or_default();
+            let inside = results
+                .measurements
+                .iter()
+                .find(|x| x.scenario == "1-hot-onsale" && x.target == target && x.phase == "reserve explicit (max)")
+                .and_then(|x| x.extra.as_ref())
+                .map(|e| &e["server_time_per_request"])
+                .filter(|p| p.is_object())
+                .map(|p| {
+                    let ms = |k: &str| p[k].as_f64().unwrap_or(0.0);
+                    format!(
+                        "; inside the server per request: lock {:.2} ms, pool wait + BEGIN {:.2} ms, transaction {:.2} ms, unlock {:.2} ms",
+                        ms("lock_ms"),
+                        ms("pool_wait_ms"),
+                        ms("transaction_ms"),
+                        ms("unlock_ms")
+                    )
+                })
+                .unwrap_or_default();
             format!(
-                "harness reaches {:.0}/s ({:.0} 201s/s, the rest 409s), p50 {:.1} ms{half}",
+                "harness reaches {:.0}/s ({:.0} 201s/s, the rest 409s), p50 {:.1} ms{half}{inside}",
                 m.throughput, m.ok_per_s, m.p50_ms
             )
         })

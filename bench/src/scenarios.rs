@@ -461,7 +461,21 @@ pub(crate) async fn databases(
         let (mode, bounds) = config.closed(config.reserve_requests);
         let (max, timeline) = drive_timed(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
         let max_rate = max.throughput;
-        results.push("1-hot-onsale", name, "reserve explicit (max)", max);
+        // Where the design's time went (summed by the server over the phase's requests).
+        let parts = match explicit.http.get("/parts").await {
+            Ok((200, body)) => serde_json::from_slice::<Value>(&body).ok(),
+            _ => None,
+        };
+        if let Some(p) = &parts {
+            println!("  {name} parts per request: {p}");
+        }
+        results.push_extra(
+            "1-hot-onsale",
+            name,
+            "reserve explicit (max)",
+            max,
+            parts.map(|p| json!({ "server_time_per_request": p })),
+        );
         let won = Arc::new(explicit.race.log.won.lock().expect("race log").clone());
         if !won.is_empty() {
             let (mode, bounds) = config.closed(won.len() as u64);
@@ -582,11 +596,14 @@ async fn pg_parts(
     let defines = [("event", event.to_string()), ("picks", picks.len().to_string())];
     let secs = config.phase_s.clamp(1.0, 5.0).ceil() as u64;
     let mut figures = Vec::new();
-    for (phase, script, clients) in [
+    let mut runs = vec![
         ("409: UPDATE of no row", &refuse, config.pg_pool),
         ("201: durable commit", &commit, config.pg_pool),
-        ("201: durable commit", &commit, config.clients as u32),
-    ] {
+    ];
+    if config.clients as u32 != config.pg_pool {
+        runs.push(("201: durable commit", &commit, config.clients as u32));
+    }
+    for (phase, script, clients) in runs {
         let mut f = crate::tools::pgbench(&db.url, &db.schema, clients, secs, phase, script, &defines).await;
         f.phase = format!("{phase} ({clients} conns)");
         figures.push(f);

@@ -317,7 +317,7 @@ pub async fn pgbench(
             figure.p50_ms = None;
             figure.p99_ms = None;
             figure.note = format!(
-                "{clients} connections (the baseline's pool), synchronous_commit = on; latency average {} ms",
+                "{clients} connections, synchronous_commit = on; latency average {} ms",
                 latency.map(|l| format!("{l:.2}")).unwrap_or_else(|| "-".into())
             );
         }

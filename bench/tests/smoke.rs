@@ -52,6 +52,7 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
     for (scenario, target, phase) in [
         ("0-ceiling", "hello", "GET /hello (first)"),
         ("0-ceiling", "hello", "GET /hello (last)"),
+        ("0-ceiling", "hello", "GET /hello (reqwest)"),
         ("1-hot-onsale", "frontrow", "reserve explicit (max)"),
         ("1-hot-onsale", "frontrow", "pay (simulated provider)"),
         ("1-hot-onsale", "frontrow", "reserve best-available (max)"),
@@ -153,6 +154,29 @@ async fn the_smoke_run_with_the_postgresql_and_redis_baselines() {
         );
     }
     assert!(!md.contains("skipped"), "{md}");
+    // The baselines' parts alone, where the tools are installed, and each bottleneck named.
+    for (tool, target) in [("pgbench", "naive-pg"), ("redis-benchmark", "redis-lock")] {
+        let ran: Vec<_> = results.tools.iter().filter(|t| t.tool == tool).collect();
+        assert!(!ran.is_empty(), "{tool}: {:?}", results.tools);
+        for t in ran {
+            assert_eq!(t.target, target);
+            if frontrow_bench::tools::find_tool(tool).is_some() {
+                assert!(t.rate_per_s.unwrap_or(0.0) > 0.0, "{t:?}");
+            } else {
+                assert_eq!(t.note, format!("{tool} not available"));
+            }
+        }
+    }
+    let lines = frontrow_bench::report::bottlenecks(&results);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("naive-pg: ") && lines[1].starts_with("redis-lock: "),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().all(|l| l.contains("inside the server per request")),
+        "{lines:?}"
+    );
 }
 
 /// Scenario 3 as the full run does it: the real `frontrow serve` binary in a child process

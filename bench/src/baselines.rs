@@ -198,6 +198,21 @@ impl Parts {
         counter.fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// The sums so far, and zero again (`DELETE /parts`: one phase's figures).
+    fn take(&self) -> serde_json::Value {
+        let json = self.json();
+        for c in [
+            &self.requests,
+            &self.lock_us,
+            &self.acquire_us,
+            &self.transaction_us,
+            &self.unlock_us,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        json
+    }
+
     fn json(&self) -> serde_json::Value {
         let n = self.requests.load(Ordering::Relaxed);
         let per = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1000.0 / n.max(1) as f64;
@@ -297,7 +312,8 @@ pub async fn database_server(
         let router = Router::new()
             .route(
                 "/parts",
-                get(|State(state): State<DbState>| async move { Json(state.parts.json()) }),
+                get(|State(state): State<DbState>| async move { Json(state.parts.json()) })
+                    .delete(|State(state): State<DbState>| async move { Json(state.parts.take()) }),
             )
             .route("/events/{event}/reservations", post(reserve))
             .route("/events/{event}/reservations/{reservation}/pay", post(pay))

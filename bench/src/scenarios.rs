@@ -462,10 +462,7 @@ pub(crate) async fn databases(
         let (max, timeline) = drive_timed(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
         let max_rate = max.throughput;
         // Where the design's time went (summed by the server over the phase's requests).
-        let parts = match explicit.http.get("/parts").await {
-            Ok((200, body)) => serde_json::from_slice::<Value>(&body).ok(),
-            _ => None,
-        };
+        let parts = take_parts(&explicit).await;
         if let Some(p) = &parts {
             println!("  {name} parts per request: {p}");
         }
@@ -488,7 +485,9 @@ pub(crate) async fn databases(
         let half = race(event)?;
         let (rate, first) = half_max_rate(&timeline, max_rate, config.open_s);
         let (mode, bounds) = config.open(rate);
+        take_parts(&half).await;
         let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
+        let parts = take_parts(&half).await;
         results.push_extra(
             "1-hot-onsale",
             name,
@@ -496,6 +495,7 @@ pub(crate) async fn databases(
             stats,
             Some(json!({
                 "rate": rate,
+                "server_time_per_request": parts,
                 "paced_by": format!(
                     "half the max phase's rate over its first {first} answers (the requests this phase sends, on a fresh event: mostly 201s), not half its whole rate ({max_rate:.0}/s, mostly cheap 409s once the event sold out)"
                 ),
@@ -534,6 +534,15 @@ pub(crate) async fn databases(
         results.tools.push(f);
     }
     Ok(())
+}
+
+/// The baseline server's time per reservation since the last call, by part (`DELETE /parts`).
+async fn take_parts(race: &LeanRace) -> Option<Value> {
+    let request = race.http.request("DELETE", "/parts", &[], b"");
+    match race.http.send(&request).await {
+        Ok((200, body)) => serde_json::from_slice(&body).ok(),
+        _ => None,
+    }
 }
 
 /// The open-loop rate of a "half max" phase: half the closed loop's rate over the requests the

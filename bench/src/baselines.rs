@@ -291,11 +291,12 @@ pub async fn database_server(
             None => Design::Naive,
             Some(url) => {
                 let client = redis::Client::open(url.as_str()).context("redis url")?;
-                // TCP_NODELAY, as every Redis client that pipelines should have (the redis
-                // crate leaves Nagle on unless its `tcp_nodelay` feature is enabled).
-                let nodelay = std::env::var_os("FRONTROW_BENCH_REDIS_NAGLE").is_none();
+                // TCP_NODELAY, as a pipelining Redis client should have (the redis crate leaves
+                // Nagle on unless its `tcp_nodelay` feature is enabled). Measured on loopback
+                // here it made no difference to the design's rate (issue 17's 558/s was not
+                // this); it stays so that a stall cannot come from Nagle and delayed ACKs.
                 let config = redis::AsyncConnectionConfig::new()
-                    .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(nodelay));
+                    .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
                 Design::Locked(
                     client
                         .get_multiplexed_async_connection_with_config(&config)

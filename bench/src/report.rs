@@ -146,7 +146,29 @@ pub fn bottlenecks(results: &Results) -> Vec<String> {
         results.find("1-hot-onsale", target, "reserve explicit (max)").map(|m| {
             let half = results
                 .find("1-hot-onsale", target, "reserve explicit (half max)")
-                .map(|h| format!("; half max {:.0}/s open loop, p99 {:.1} ms", h.throughput, h.p99_ms))
+                .map(|h| {
+                    let inside = results
+                        .measurements
+                        .iter()
+                        .find(|x| {
+                            x.scenario == "1-hot-onsale" && x.target == target && x.phase == "reserve explicit (half max)"
+                        })
+                        .and_then(|x| x.extra.as_ref())
+                        .map(|e| &e["server_time_per_request"])
+                        .filter(|p| p.is_object())
+                        .map(|p| {
+                            format!(
+                                " (inside: pool wait + BEGIN {:.2} ms, transaction {:.2} ms)",
+                                p["pool_wait_ms"].as_f64().unwrap_or(0.0),
+                                p["transaction_ms"].as_f64().unwrap_or(0.0)
+                            )
+                        })
+                        .unwrap_or_default();
+                    format!(
+                        "; half max {:.0}/s open loop, p99 {:.1} ms{inside}",
+                        h.throughput, h.p99_ms
+                    )
+                })
                 .unwrap_or_default();
             let inside = results
                 .measurements
@@ -179,8 +201,11 @@ pub fn bottlenecks(results: &Results) -> Vec<String> {
             .iter()
             .filter(|t| t.tool == "pgbench" && t.phase.starts_with("201"))
             .filter_map(|t| {
-                t.rate_per_s
-                    .map(|r| format!("{r:.0}/s at {}", t.phase.trim_start_matches("201: durable commit ")))
+                let conns = t
+                    .phase
+                    .trim_start_matches("201: durable commit (")
+                    .trim_end_matches(')');
+                t.rate_per_s.map(|r| format!("{r:.0}/s with {conns}"))
             })
             .collect();
         let parts = match (commits.is_empty(), rate(tool("pgbench", "409"))) {
@@ -197,9 +222,9 @@ pub fn bottlenecks(results: &Results) -> Vec<String> {
         let set = tool("redis-benchmark", "SET");
         let parts = match (rate(set), rate(tool("redis-benchmark", "unlock"))) {
             (Some(set_rate), unlock) => format!(
-                "Redis SET NX PX {set_rate:.0} commands/s ({}), unlock script {} per redis-benchmark; then the naive design's transaction (its commit rate above)",
+                "Redis SET NX PX {set_rate:.0} commands/s ({}), unlock script {} calls/s per redis-benchmark; then the naive design's transaction (its commit rate above)",
                 set.map(|t| t.note.as_str()).unwrap_or_default(),
-                unlock.map(|r| format!("{r:.0}/s")).unwrap_or_else(|| "-".into())
+                unlock.map(|r| format!("{r:.0}")).unwrap_or_else(|| "-".into())
             ),
             _ => "redis-benchmark not available".to_owned(),
         };

@@ -20,6 +20,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use anyhow::Context;
 use axum::extract::{Path, State};
@@ -123,6 +125,39 @@ impl Database {
             .collect()
     }
 
+    /// The harness's seat picks as a table (`pgbench_picks (n, seats)`), for pgbench's script
+    /// to send the same seat lists the harness sends.
+    pub async fn add_picks(&self, picks: &[Vec<String>]) -> anyhow::Result<()> {
+        let schema = &self.schema;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP TABLE IF EXISTS {schema}.pgbench_picks; CREATE TABLE {schema}.pgbench_picks (n int PRIMARY KEY, seats text[] NOT NULL)"
+        )))
+        .execute(&self.admin)
+        .await?;
+        let literals: Vec<String> = picks.iter().map(|p| format!("{{{}}}", p.join(","))).collect();
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO {schema}.pgbench_picks (n, seats) \
+             SELECT i - 1, p::text[] FROM UNNEST($1::text[]) WITH ORDINALITY AS t(p, i)"
+        )))
+        .bind(&literals)
+        .execute(&self.admin)
+        .await?;
+        Ok(())
+    }
+
+    /// Sets every seat of `event` to `status` (not timed).
+    pub async fn set_status(&self, event: Uuid, status: &str) -> anyhow::Result<()> {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {}.seats SET status = $2 WHERE event_id = $1",
+            self.schema
+        )))
+        .bind(event)
+        .bind(status)
+        .execute(&self.admin)
+        .await?;
+        Ok(())
+    }
+
     pub async fn drop(self) -> anyhow::Result<()> {
         sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)))
             .execute(&self.admin)
@@ -143,6 +178,52 @@ enum Design {
 struct DbState {
     pool: PgPool,
     design: Design,
+    parts: Arc<Parts>,
+}
+
+/// Where a reservation's time goes inside the design, summed over every request since the
+/// server started (`GET /parts`): the Redis lock round trip, waiting for a pooled PostgreSQL
+/// connection, the transaction on it, and the unlock. The report divides by `requests`.
+#[derive(Default)]
+struct Parts {
+    requests: AtomicU64,
+    lock_us: AtomicU64,
+    acquire_us: AtomicU64,
+    transaction_us: AtomicU64,
+    unlock_us: AtomicU64,
+}
+
+impl Parts {
+    fn add(counter: &AtomicU64, since: Instant) {
+        counter.fetch_add(since.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// The sums so far, and zero again (`DELETE /parts`: one phase's figures).
+    fn take(&self) -> serde_json::Value {
+        let json = self.json();
+        for c in [
+            &self.requests,
+            &self.lock_us,
+            &self.acquire_us,
+            &self.transaction_us,
+            &self.unlock_us,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        json
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let n = self.requests.load(Ordering::Relaxed);
+        let per = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1000.0 / n.max(1) as f64;
+        json!({
+            "requests": n,
+            "lock_ms": per(&self.lock_us),
+            "pool_wait_ms": per(&self.acquire_us),
+            "transaction_ms": per(&self.transaction_us),
+            "unlock_ms": per(&self.unlock_us),
+        })
+    }
 }
 
 /// The optimistic reservation: every seat, only if it is still available.
@@ -160,7 +241,7 @@ struct ReserveBody {
 }
 
 /// Compare-and-delete: a lock is removed only by the holder whose token it still carries.
-const UNLOCK: &str = r"
+pub const UNLOCK: &str = r"
 local n = 0
 for _, key in ipairs(KEYS) do
   if redis.call('GET', key) == ARGV[1] then
@@ -210,16 +291,31 @@ pub async fn database_server(
             None => Design::Naive,
             Some(url) => {
                 let client = redis::Client::open(url.as_str()).context("redis url")?;
+                // TCP_NODELAY, as a pipelining Redis client should have (the redis crate leaves
+                // Nagle on unless its `tcp_nodelay` feature is enabled). Measured on loopback
+                // here it made no difference to the design's rate (issue 17's 558/s was not
+                // this); it stays so that a stall cannot come from Nagle and delayed ACKs.
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
                 Design::Locked(
                     client
-                        .get_multiplexed_async_connection()
+                        .get_multiplexed_async_connection_with_config(&config)
                         .await
                         .context("connecting to Redis")?,
                 )
             }
         };
-        let state = DbState { pool, design };
+        let state = DbState {
+            pool,
+            design,
+            parts: Arc::default(),
+        };
         let router = Router::new()
+            .route(
+                "/parts",
+                get(|State(state): State<DbState>| async move { Json(state.parts.json()) })
+                    .delete(|State(state): State<DbState>| async move { Json(state.parts.take()) }),
+            )
             .route("/events/{event}/reservations", post(reserve))
             .route("/events/{event}/reservations/{reservation}/pay", post(pay))
             .with_state(state)
@@ -248,8 +344,10 @@ async fn reserve(
     let reservation = Uuid::now_v7();
     let keys: Vec<String> = seats.iter().map(|s| format!("lock:{event}:{s}")).collect();
     let token = reservation.to_string();
+    state.parts.requests.fetch_add(1, Ordering::Relaxed);
     if let Design::Locked(redis) = &state.design {
         let mut redis = redis.clone();
+        let locking = Instant::now();
         let mut pipe = redis::pipe();
         for key in &keys {
             pipe.cmd("SET")
@@ -263,14 +361,19 @@ async fn reserve(
             Ok(got) => got,
             Err(e) => return problem(StatusCode::SERVICE_UNAVAILABLE, e),
         };
+        Parts::add(&state.parts.lock_us, locking);
         if got.iter().any(Option::is_none) {
+            let unlocking = Instant::now();
             let _ = unlock(&mut redis, &keys, &token).await;
+            Parts::add(&state.parts.unlock_us, unlocking);
             return problem(StatusCode::CONFLICT, "seats locked by another reservation");
         }
     }
     let result = write(&state, event, &seats, reservation, customer.as_str()).await;
     if let Design::Locked(redis) = &state.design {
+        let unlocking = Instant::now();
         let _ = unlock(&mut redis.clone(), &keys, &token).await;
+        Parts::add(&state.parts.unlock_us, unlocking);
     }
     match result {
         Ok(true) => (
@@ -291,7 +394,10 @@ async fn write(
     reservation: Uuid,
     customer: &str,
 ) -> sqlx::Result<bool> {
+    let acquiring = Instant::now();
     let mut tx = state.pool.begin().await?;
+    Parts::add(&state.parts.acquire_us, acquiring);
+    let transaction = Instant::now();
     let updated = sqlx::query(RESERVE_SQL)
         .bind(event)
         .bind(seats)
@@ -300,13 +406,14 @@ async fn write(
         .execute(&mut *tx)
         .await?
         .rows_affected();
-    if updated == seats.len() as u64 {
+    let ok = updated == seats.len() as u64;
+    if ok {
         tx.commit().await?;
-        Ok(true)
     } else {
         tx.rollback().await?;
-        Ok(false)
     }
+    Parts::add(&state.parts.transaction_us, transaction);
+    Ok(ok)
 }
 
 async fn unlock(

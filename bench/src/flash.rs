@@ -42,12 +42,12 @@ use frontrow_schema::{Event, EventId, QueueEvent, decode, lottery_order};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::child::{ChildFrontRow, load_average, proc_cpu_s, proc_status_kib};
 use crate::frontrow::{FrontRow, ORGANIZER_KEY};
+use crate::http1::Conn;
 use crate::load::{Mode, Stats};
 use crate::run::{Config, Results, client};
 use crate::scenarios::post_event;
@@ -204,64 +204,6 @@ struct Shared {
 impl Shared {
     fn answer(&self, what: String) {
         *self.answers.lock().expect("answers").entry(what).or_default() += 1;
-    }
-}
-
-/// A bare HTTP/1.1 connection: requests written by hand, responses read into one buffer.
-struct Conn {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    async fn fill(&mut self) -> anyhow::Result<()> {
-        let n = self.stream.read_buf(&mut self.buf).await?;
-        anyhow::ensure!(n > 0, "connection closed");
-        Ok(())
-    }
-
-    /// Reads a response head: status, content length, chunked.
-    async fn head(&mut self) -> anyhow::Result<(u16, Option<usize>, bool)> {
-        let end = loop {
-            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break end;
-            }
-            anyhow::ensure!(self.buf.len() < 16 * 1024, "response head too long");
-            self.fill().await?;
-        };
-        let head = String::from_utf8_lossy(&self.buf[..end]).into_owned();
-        self.buf.drain(..end + 4);
-        let mut lines = head.split("\r\n");
-        let status: u16 = lines
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|s| s.parse().ok())
-            .context("no status line")?;
-        let (mut length, mut chunked) = (None, false);
-        for line in lines {
-            let Some((name, value)) = line.split_once(':') else {
-                continue;
-            };
-            let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-            if name == "content-length" {
-                length = value.parse().ok();
-            } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
-                chunked = true;
-            }
-        }
-        Ok((status, length, chunked))
-    }
-
-    async fn body(&mut self, length: usize) -> anyhow::Result<Vec<u8>> {
-        while self.buf.len() < length {
-            self.fill().await?;
-        }
-        Ok(self.buf.drain(..length).collect())
-    }
-
-    async fn send(&mut self, request: &str) -> anyhow::Result<()> {
-        self.stream.write_all(request.as_bytes()).await?;
-        Ok(())
     }
 }
 

@@ -14,11 +14,14 @@ pub mod chaos;
 pub mod child;
 pub mod flash;
 pub mod frontrow;
+pub mod http1;
+pub mod lean;
 pub mod load;
 pub mod report;
 pub mod run;
 pub mod scenarios;
 pub mod serve;
+pub mod tools;
 pub mod web;
 pub mod workload;
 

@@ -105,6 +105,17 @@ impl Recorder {
         self.counts[i].fetch_add(1, Ordering::Relaxed);
     }
 
+    fn merge(&self, other: &Recorder) {
+        self.histogram
+            .lock()
+            .expect("histogram lock")
+            .add(&*other.histogram.lock().expect("histogram lock"))
+            .expect("same bounds");
+        for (mine, theirs) in self.counts.iter().zip(&other.counts) {
+            mine.fetch_add(theirs.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
     fn stats(&self, mode: Mode, elapsed: Duration) -> Stats {
         let h = self.histogram.lock().expect("histogram lock");
         let c = |i: usize| self.counts[i].load(Ordering::Relaxed);
@@ -131,16 +142,66 @@ impl Recorder {
 
 /// Runs `job` under `mode` within `bounds` and returns what it measured.
 pub async fn drive(mode: Mode, bounds: Bounds, job: Job) -> Stats {
+    drive_timed(mode, bounds, job).await.0
+}
+
+/// When the answers came in: `(answers so far, seconds since the start)`, every
+/// [`Timeline::STEP`] answers and at the end.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub marks: Vec<(u64, f64)>,
+}
+
+impl Timeline {
+    pub const STEP: u64 = 250;
+
+    /// The rate of the first `n` answers (`n` over the time the `n`th came in, interpolated
+    /// between marks); past the last mark, the whole run's rate; `None` without marks.
+    pub fn rate_of_first(&self, n: u64) -> Option<f64> {
+        let at = self.marks.iter().position(|(count, _)| *count >= n);
+        let (count, secs) = match at {
+            None => *self.marks.last()?,
+            Some(0) => self.marks[0],
+            Some(i) => {
+                let ((c0, t0), (c1, t1)) = (self.marks[i - 1], self.marks[i]);
+                let share = (n - c0) as f64 / (c1 - c0).max(1) as f64;
+                (n, t0 + (t1 - t0) * share)
+            }
+        };
+        (secs > 0.0).then(|| count as f64 / secs)
+    }
+}
+
+/// [`drive`], and when the answers came in (so that a later phase that sends only the first
+/// requests of the same sequence can be paced by the rate of those requests).
+pub async fn drive_timed(mode: Mode, bounds: Bounds, job: Job) -> (Stats, Timeline) {
     let recorder = Arc::new(Recorder::new());
     let started = Instant::now();
     let deadline = started + bounds.max_time;
+    let answered = Arc::new(AtomicU64::new(0));
+    let marks = Arc::new(Mutex::new(Vec::new()));
+    let mark = {
+        let (answered, marks) = (answered.clone(), marks.clone());
+        move || {
+            let n = answered.fetch_add(1, Ordering::Relaxed) + 1;
+            if n % Timeline::STEP == 0 {
+                marks
+                    .lock()
+                    .expect("timeline")
+                    .push((n, started.elapsed().as_secs_f64()));
+            }
+        }
+    };
     match mode {
         Mode::Closed { clients } => {
+            // Each worker records into a histogram of its own, merged at the end: no lock shared
+            // by every answer.
             let next = Arc::new(AtomicU64::new(0));
             let workers: Vec<_> = (0..clients.max(1))
                 .map(|_| {
-                    let (next, job, recorder) = (next.clone(), job.clone(), recorder.clone());
+                    let (next, job, mark) = (next.clone(), job.clone(), mark.clone());
                     tokio::spawn(async move {
+                        let local = Recorder::new();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             if i >= bounds.max_requests || Instant::now() >= deadline {
@@ -148,13 +209,17 @@ pub async fn drive(mode: Mode, bounds: Bounds, job: Job) -> Stats {
                             }
                             let sent = Instant::now();
                             let outcome = job(i).await;
-                            recorder.record(outcome, sent.elapsed());
+                            local.record(outcome, sent.elapsed());
+                            mark();
                         }
+                        local
                     })
                 })
                 .collect();
             for w in workers {
-                let _ = w.await;
+                if let Ok(local) = w.await {
+                    recorder.merge(&local);
+                }
             }
         }
         Mode::Open { rate, max_in_flight } => {
@@ -170,10 +235,11 @@ pub async fn drive(mode: Mode, bounds: Bounds, job: Job) -> Stats {
                 let Ok(slot) = slots.clone().acquire_owned().await else {
                     break;
                 };
-                let (job, recorder) = (job.clone(), recorder.clone());
+                let (job, recorder, mark) = (job.clone(), recorder.clone(), mark.clone());
                 tasks.spawn(async move {
                     let outcome = job(i).await;
                     recorder.record(outcome, intended.elapsed());
+                    mark();
                     drop(slot);
                 });
                 // Reap finished tasks as we go so the set does not grow with the run.
@@ -182,7 +248,16 @@ pub async fn drive(mode: Mode, bounds: Bounds, job: Job) -> Stats {
             while tasks.join_next().await.is_some() {}
         }
     }
-    recorder.stats(mode, started.elapsed())
+    let elapsed = started.elapsed();
+    let mut timeline = Timeline {
+        marks: std::mem::take(&mut *marks.lock().expect("timeline")),
+    };
+    timeline.marks.sort_by_key(|m| m.0);
+    let total = answered.load(Ordering::Relaxed);
+    if timeline.marks.last().is_none_or(|m| m.0 < total) {
+        timeline.marks.push((total, elapsed.as_secs_f64()));
+    }
+    (recorder.stats(mode, elapsed), timeline)
 }
 
 /// Classifies an HTTP status: `ok` are the wanted ones, `refused` the expected refusals.
@@ -252,6 +327,31 @@ mod tests {
         let stats = drive(Mode::Closed { clients: 2 }, bounds, job(Duration::from_millis(10))).await;
         assert!(stats.requests < 100, "{stats:?}");
         assert!(stats.elapsed_s < 2.0);
+    }
+
+    #[tokio::test]
+    async fn the_timeline_gives_the_rate_of_the_first_answers() {
+        let bounds = Bounds {
+            max_requests: 1000,
+            max_time: Duration::from_secs(10),
+        };
+        let (stats, timeline) = drive_timed(Mode::Closed { clients: 8 }, bounds, job(Duration::ZERO)).await;
+        assert_eq!(stats.requests, 1000);
+        let counts: Vec<u64> = timeline.marks.iter().map(|m| m.0).collect();
+        assert_eq!(counts, [250, 500, 750, 1000]);
+        assert!(timeline.rate_of_first(100).unwrap() > 0.0);
+        let late = Timeline {
+            marks: vec![(250, 1.0), (500, 1.5), (1000, 2.0)],
+        };
+        assert_eq!(late.rate_of_first(250), Some(250.0));
+        assert!((late.rate_of_first(500).unwrap() - 500.0 / 1.5).abs() < 1e-9);
+        assert!((late.rate_of_first(750).unwrap() - 750.0 / 1.75).abs() < 1e-9);
+        assert_eq!(
+            late.rate_of_first(5000),
+            Some(500.0),
+            "past the end: the whole run's rate"
+        );
+        assert_eq!(Timeline::default().rate_of_first(1), None);
     }
 
     #[test]

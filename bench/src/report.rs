@@ -55,6 +55,8 @@ pub fn goals(results: &Results) -> (Value, Vec<Goal>) {
     let full = thr("2-availability", "frontrow", "map full (200)");
     let not_modified = thr("2-availability", "frontrow", "map If-None-Match (304)");
     let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?).filter(|r| r.is_finite());
+    let wrk = wrk_ceiling(results);
+    let reqwest_hello = thr("0-ceiling", "hello", crate::run::CEILING_REQWEST);
     let half_p99 = results
         .find("1-hot-onsale", "frontrow", "reserve explicit (half max)")
         .map(|s| s.p99_ms);
@@ -70,6 +72,14 @@ pub fn goals(results: &Results) -> (Value, Vec<Goal>) {
         "redis_lock_vs_hello": ratio(lock, hello),
         "map_304_vs_hello": ratio(not_modified, hello),
         "map_full_vs_hello": ratio(full, hello),
+        "wrk_hello_ceiling_mean": wrk,
+        "harness_vs_wrk_hello": ratio(hello, wrk),
+        "reqwest_hello_ceiling": reqwest_hello,
+        "reqwest_vs_wrk_hello": ratio(reqwest_hello, wrk),
+        // FrontRow's phases still use reqwest: their ratio to the same client's ceiling.
+        "reserve_vs_hello_reqwest": ratio(fr, reqwest_hello),
+        "map_304_vs_hello_reqwest": ratio(not_modified, reqwest_hello),
+        "map_full_vs_hello_reqwest": ratio(full, reqwest_hello),
     });
     let mut goals = vec![
         goal("reserve throughput >= 0.30 x hello-world", ratio(fr, hello), 0.30, true),
@@ -102,7 +112,125 @@ pub fn goals(results: &Results) -> (Value, Vec<Goal>) {
         ),
     ];
     goals.extend(later_goals(results));
+    goals.push(goal(
+        "harness client >= 0.8 x wrk on hello-world",
+        ratio(hello, wrk),
+        0.8,
+        true,
+    ));
     (ratios, goals)
+}
+
+/// The mean of wrk's hello-world ceilings in this run (first and last), if wrk ran.
+pub fn wrk_ceiling(results: &Results) -> Option<f64> {
+    let rates: Vec<f64> = results
+        .tools
+        .iter()
+        .filter(|t| t.tool == "wrk")
+        .filter_map(|t| t.rate_per_s)
+        .collect();
+    (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64)
+}
+
+/// Each database baseline's bottleneck, in words: its parts' rates per the standard tools
+/// beside what the harness reached through the design.
+pub fn bottlenecks(results: &Results) -> Vec<String> {
+    let tool = |tool: &str, phase: &str| {
+        results
+            .tools
+            .iter()
+            .find(|t| t.tool == tool && t.phase.starts_with(phase))
+    };
+    let rate = |t: Option<&crate::tools::ToolFigure>| t.and_then(|t| t.rate_per_s);
+    let reached = |target: &str| {
+        results.find("1-hot-onsale", target, "reserve explicit (max)").map(|m| {
+            let half = results
+                .find("1-hot-onsale", target, "reserve explicit (half max)")
+                .map(|h| {
+                    let inside = results
+                        .measurements
+                        .iter()
+                        .find(|x| {
+                            x.scenario == "1-hot-onsale" && x.target == target && x.phase == "reserve explicit (half max)"
+                        })
+                        .and_then(|x| x.extra.as_ref())
+                        .map(|e| &e["server_time_per_request"])
+                        .filter(|p| p.is_object())
+                        .map(|p| {
+                            format!(
+                                " (inside: pool wait + BEGIN {:.2} ms, transaction {:.2} ms)",
+                                p["pool_wait_ms"].as_f64().unwrap_or(0.0),
+                                p["transaction_ms"].as_f64().unwrap_or(0.0)
+                            )
+                        })
+                        .unwrap_or_default();
+                    format!(
+                        "; half max {:.0}/s open loop, p99 {:.1} ms{inside}",
+                        h.throughput, h.p99_ms
+                    )
+                })
+                .unwrap_or_default();
+            let inside = results
+                .measurements
+                .iter()
+                .find(|x| x.scenario == "1-hot-onsale" && x.target == target && x.phase == "reserve explicit (max)")
+                .and_then(|x| x.extra.as_ref())
+                .map(|e| &e["server_time_per_request"])
+                .filter(|p| p.is_object())
+                .map(|p| {
+                    let ms = |k: &str| p[k].as_f64().unwrap_or(0.0);
+                    format!(
+                        "; inside the server per request: lock {:.2} ms, pool wait + BEGIN {:.2} ms, transaction {:.2} ms, unlock {:.2} ms",
+                        ms("lock_ms"),
+                        ms("pool_wait_ms"),
+                        ms("transaction_ms"),
+                        ms("unlock_ms")
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "harness reaches {:.0}/s ({:.0} 201s/s, the rest 409s), p50 {:.1} ms{half}{inside}",
+                m.throughput, m.ok_per_s, m.p50_ms
+            )
+        })
+    };
+    let mut lines = Vec::new();
+    if let Some(harness) = reached("naive-pg") {
+        let commits: Vec<String> = results
+            .tools
+            .iter()
+            .filter(|t| t.tool == "pgbench" && t.phase.starts_with("201"))
+            .filter_map(|t| {
+                let conns = t
+                    .phase
+                    .trim_start_matches("201: durable commit (")
+                    .trim_end_matches(')');
+                t.rate_per_s.map(|r| format!("{r:.0}/s with {conns}"))
+            })
+            .collect();
+        let parts = match (commits.is_empty(), rate(tool("pgbench", "409"))) {
+            (true, _) => "pgbench not available".to_owned(),
+            (false, refusals) => format!(
+                "PostgreSQL durable commit rate {} per pgbench (the same UPDATE), refusals (UPDATE of no row) {}",
+                commits.join(", "),
+                refusals.map(|r| format!("{r:.0}/s")).unwrap_or_else(|| "-".into())
+            ),
+        };
+        lines.push(format!("naive-pg: {parts}; {harness}"));
+    }
+    if let Some(harness) = reached("redis-lock") {
+        let set = tool("redis-benchmark", "SET");
+        let parts = match (rate(set), rate(tool("redis-benchmark", "unlock"))) {
+            (Some(set_rate), unlock) => format!(
+                "Redis SET NX PX {set_rate:.0} commands/s ({}), unlock script {} calls/s per redis-benchmark; then the naive design's transaction (its commit rate above)",
+                set.map(|t| t.note.as_str()).unwrap_or_default(),
+                unlock.map(|r| format!("{r:.0}")).unwrap_or_else(|| "-".into())
+            ),
+            _ => "redis-benchmark not available".to_owned(),
+        };
+        lines.push(format!("redis-lock: {parts}; {harness}"));
+    }
+    lines
 }
 
 /// The targets of scenarios 3, 5 and 7.
@@ -209,6 +337,9 @@ pub fn write(
         "Throughput counts every answer (201 and the 409s of seats already taken); ok_per_s counts the wanted answers only.",
         "Between FrontRow's phases the harness waits until the ledger projector has caught up with the journal (and 0.5 s more for the search projector), so no phase starts with a projection backlog from the previous one.",
         "The hello-world ceiling is measured first and last in the run; the ratios use the mean of the two.",
+        "Client: the ceiling and the database baselines' phases use the harness's lean HTTP/1.1 client (bench/src/http1.rs, one keep-alive connection per client); FrontRow's phases still use reqwest, so their ratios are also given against reqwest's own hello-world ceiling (*_vs_hello_reqwest). wrk runs against the same hello-world server with as many connections (ceilings.harness_vs_wrk).",
+        "The database baselines' parts are measured alone in the same run: redis-benchmark with the lock's pipelined SET NX PX and the unlock script, pgbench with the naive transaction (see bottlenecks).",
+        "A baseline's half-max phase runs at half its max phase's rate over the first requests of the same sequence (the ones the half-max phase sends, mostly 201s), not half its whole rate, which is inflated by the cheap 409s once the max phase's event sold out.",
         "Targets are reported, not asserted.",
     ];
     let report = json!({
@@ -227,6 +358,8 @@ pub fn write(
         })).collect::<Vec<_>>(),
         "results": results,
         "ratios": ratios,
+        "ceilings": ceilings(results),
+        "bottlenecks": bottlenecks(results),
         "targets": goals,
     });
     std::fs::create_dir_all(&config.out_dir).with_context(|| format!("creating {}", config.out_dir.display()))?;
@@ -236,6 +369,27 @@ pub fn write(
     let md = markdown(config, results, &ratios, &goals);
     std::fs::write(config.out_dir.join(format!("{stem}.md")), &md)?;
     Ok((json_path, md))
+}
+
+/// The hello-world ceilings side by side: the harness's client, reqwest and wrk.
+fn ceilings(results: &Results) -> Value {
+    let thr = |p: &str| results.find("0-ceiling", "hello", p).map(|m| m.throughput);
+    let first = thr(crate::run::CEILING_FIRST);
+    let last = thr(crate::run::CEILING_LAST);
+    let harness = match (first, last) {
+        (Some(a), Some(b)) => Some((a + b) / 2.0),
+        (a, b) => a.or(b),
+    };
+    let wrk = wrk_ceiling(results);
+    let wrk_note = results.tools.iter().find(|t| t.tool == "wrk").map(|t| t.note.clone());
+    json!({
+        "harness": harness,
+        "harness_client": "lean HTTP/1.1 keep-alive on bare tokio TcpStreams (bench/src/http1.rs), one connection per client",
+        "reqwest": thr(crate::run::CEILING_REQWEST),
+        "wrk": wrk,
+        "wrk_note": wrk_note,
+        "harness_vs_wrk": match (harness, wrk) { (Some(h), Some(w)) if w > 0.0 => Some(h / w), _ => None },
+    })
 }
 
 fn markdown(config: &Config, results: &Results, ratios: &Value, goals: &[Goal]) -> String {
@@ -368,6 +522,44 @@ fn markdown(config: &Config, results: &Results, ratios: &Value, goals: &[Goal]) 
             g.value.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into()),
             g.verdict
         ));
+    }
+    let c = ceilings(results);
+    if c["harness"].is_number() {
+        let wrk = match c["wrk"].as_f64() {
+            Some(w) => format!(
+                "wrk {w:.0}/s; harness/wrk {:.2}",
+                c["harness_vs_wrk"].as_f64().unwrap_or(0.0)
+            ),
+            None => c["wrk_note"].as_str().unwrap_or("wrk not available").to_owned(),
+        };
+        md.push_str(&format!(
+            "\nhello-world ceilings: harness {:.0}/s; {wrk}; reqwest {}\n",
+            c["harness"].as_f64().unwrap_or(0.0),
+            c["reqwest"]
+                .as_f64()
+                .map(|r| format!("{r:.0}/s"))
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    if !results.tools.is_empty() {
+        md.push_str("\n| tool | target | phase | rate/s | unit | p50 ms | p99 ms | note |\n|---|---|---|---:|---|---:|---:|---|\n");
+        let f = |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_else(|| "-".into());
+        for t in &results.tools {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                t.tool,
+                t.target,
+                t.phase,
+                f(t.rate_per_s, 0),
+                t.unit,
+                f(t.p50_ms, 2),
+                f(t.p99_ms, 2),
+                t.note
+            ));
+        }
+    }
+    for line in bottlenecks(results) {
+        md.push_str(&format!("\n- {line}\n"));
     }
     md.push_str(&format!("\nratios: `{ratios}`\n"));
     for s in &results.skipped_baselines {

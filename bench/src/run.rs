@@ -174,6 +174,9 @@ pub struct Results {
     pub web: Option<Value>,
     /// Scenario 7's figures: memory and disk per seat, restart times.
     pub catalogue: Option<Value>,
+    /// The standard tools run beside the harness: `wrk` on the ceiling, `redis-benchmark` and
+    /// `pgbench` on the parts of the database baselines ([`crate::tools`]).
+    pub tools: Vec<crate::tools::ToolFigure>,
 }
 
 impl Results {
@@ -290,28 +293,57 @@ pub async fn run(config: &Config) -> anyhow::Result<Results> {
 pub const CEILING_FIRST: &str = "GET /hello (first)";
 pub const CEILING_LAST: &str = "GET /hello (last)";
 
-/// Measures the hello-world ceiling as phase `phase`.
+/// The hello-world ceiling of reqwest, the client FrontRow's phases still use (measured once,
+/// in the first ceiling): their ratios to hello-world are fair against this one.
+pub const CEILING_REQWEST: &str = "GET /hello (reqwest)";
+
+/// Measures the hello-world ceiling as phase `phase`: the harness's lean client in the closed
+/// loop, then `wrk` with as many connections on the same server (the yardstick for the client
+/// itself: [`crate::report`] gives the harness/wrk ratio), and in the first ceiling reqwest too.
 async fn ceiling(config: &Config, results: &mut Results, phase: &'static str) -> anyhow::Result<()> {
     println!("hello-world ceiling");
     let hello = baselines::hello().await?;
-    let http = client(config.clients * 2);
-    let url = hello.url("/hello");
+    let lean = Arc::new(crate::http1::Client::new(hello.addr));
+    let request: Arc<[u8]> = lean.request("GET", "/hello", &[], b"").into();
     let job: Job = Arc::new(move |_| {
-        let (http, url) = (http.clone(), url.clone());
+        let (lean, request) = (lean.clone(), request.clone());
         Box::pin(async move {
-            match http.get(&url).send().await {
-                Ok(r) => {
-                    let status = r.status().as_u16();
-                    match r.bytes().await {
-                        Ok(b) if b.as_ref() == b"Hello, World!" => classify(status, &[200], &[]),
-                        _ => Outcome::Error,
-                    }
-                }
-                Err(_) => Outcome::Error,
+            match lean.send(&request).await {
+                Ok((status, body)) if body == b"Hello, World!" => classify(status, &[200], &[]),
+                _ => Outcome::Error,
             }
         })
     });
     let (mode, bounds) = config.closed(u64::MAX);
     results.push("0-ceiling", "hello", phase, drive(mode, bounds, job).await);
+
+    let figure = crate::tools::wrk(&hello.url("/hello"), config.clients, config.phase_s, phase).await;
+    match figure.rate_per_s {
+        Some(rate) => println!("  0-ceiling        wrk        {phase:<26} {rate:>9.0}/s"),
+        None => println!("  0-ceiling        wrk        {phase:<26} {}", figure.note),
+    }
+    results.tools.push(figure);
+
+    if phase == CEILING_FIRST {
+        let http = client(config.clients * 2);
+        let url = hello.url("/hello");
+        let job: Job = Arc::new(move |_| {
+            let (http, url) = (http.clone(), url.clone());
+            Box::pin(async move {
+                match http.get(&url).send().await {
+                    Ok(r) => {
+                        let status = r.status().as_u16();
+                        match r.bytes().await {
+                            Ok(b) if b.as_ref() == b"Hello, World!" => classify(status, &[200], &[]),
+                            _ => Outcome::Error,
+                        }
+                    }
+                    Err(_) => Outcome::Error,
+                }
+            })
+        });
+        let (mode, bounds) = config.closed(u64::MAX);
+        results.push("0-ceiling", "hello", CEILING_REQWEST, drive(mode, bounds, job).await);
+    }
     hello.stop().await
 }

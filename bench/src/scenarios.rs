@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use crate::baselines::{self, Database};
 use crate::frontrow::{FrontRow, ORGANIZER_KEY, map_letters};
-use crate::load::{Bounds, Job, Outcome, classify, drive};
+use crate::lean::LeanRace;
+use crate::load::{Bounds, Job, Outcome, Timeline, classify, drive, drive_timed};
 use crate::run::{Config, Results, client};
 use crate::workload::{Kind, Race, RaceLog, ReplayedFigures, check_analytics, check_race, tokens};
 
@@ -442,37 +443,65 @@ pub(crate) async fn databases(
     for (name, kind, redis) in designs {
         println!("{name} baseline (synchronous_commit = on)");
         let server = baselines::database_server(db, redis, auth.clone(), config.pg_pool).await?;
-        let http = client(config.clients * 2);
-        let race = |event: uuid::Uuid| Race {
-            kind,
-            client: http.clone(),
-            base: format!("http://{}", server.addr),
-            event: event.to_string(),
-            tokens: tokens.clone(),
-            log: Arc::new(RaceLog::default()),
+        // The lean client, one keep-alive connection per closed-loop client (as the ceiling's).
+        let race = |event: uuid::Uuid| {
+            LeanRace::new(Race {
+                kind,
+                client: client(1),
+                base: format!("http://{}", server.addr),
+                event: event.to_string(),
+                tokens: tokens.clone(),
+                log: Arc::new(RaceLog::default()),
+            })
         };
         let mut races = Vec::new();
         let event = uuid::Uuid::now_v7();
         db.add_event(event, &seats).await?;
-        let explicit = race(event);
+        let explicit = race(event)?;
         let (mode, bounds) = config.closed(config.reserve_requests);
-        let max = drive(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
+        let (max, timeline) = drive_timed(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
         let max_rate = max.throughput;
-        results.push("1-hot-onsale", name, "reserve explicit (max)", max);
-        let won = Arc::new(explicit.log.won.lock().expect("race log").clone());
+        // Where the design's time went (summed by the server over the phase's requests).
+        let parts = take_parts(&explicit).await;
+        if let Some(p) = &parts {
+            println!("  {name} parts per request: {p}");
+        }
+        results.push_extra(
+            "1-hot-onsale",
+            name,
+            "reserve explicit (max)",
+            max,
+            parts.map(|p| json!({ "server_time_per_request": p })),
+        );
+        let won = Arc::new(explicit.race.log.won.lock().expect("race log").clone());
         if !won.is_empty() {
             let (mode, bounds) = config.closed(won.len() as u64);
             let paid = drive(mode, bounds, explicit.pay(won)).await;
             results.push("1-hot-onsale", name, "pay", paid);
         }
-        races.push((event, "reserve explicit + pay", explicit));
+        races.push((event, "reserve explicit + pay", explicit.race));
         let event = uuid::Uuid::now_v7();
         db.add_event(event, &seats).await?;
-        let half = race(event);
-        let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
+        let half = race(event)?;
+        let (rate, first) = half_max_rate(&timeline, max_rate, config.open_s);
+        let (mode, bounds) = config.open(rate);
+        take_parts(&half).await;
         let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
-        results.push("1-hot-onsale", name, "reserve explicit (half max)", stats);
-        races.push((event, "reserve at half max", half));
+        let parts = take_parts(&half).await;
+        results.push_extra(
+            "1-hot-onsale",
+            name,
+            "reserve explicit (half max)",
+            stats,
+            Some(json!({
+                "rate": rate,
+                "server_time_per_request": parts,
+                "paced_by": format!(
+                    "half the max phase's rate over its first {first} answers (the requests this phase sends, on a fresh event: mostly 201s), not half its whole rate ({max_rate:.0}/s, mostly cheap 409s once the event sold out)"
+                ),
+            })),
+        );
+        races.push((event, "reserve at half max", half.race));
         server.stop().await?;
         for (event, phase, race) in races {
             let stored: BTreeMap<String, char> = db
@@ -486,5 +515,129 @@ pub(crate) async fn databases(
             results.checks.push((format!("{name}: {phase}"), check));
         }
     }
+    // Each design's parts on their own, with the standard tools, after every design's phases
+    // (pgbench's writes and the checkpoints they bring are not to land in a design's phase).
+    let mut figures = pg_parts(config, db, &seats, &picks).await?;
+    if let Some(redis) = &config.redis_url {
+        let mean = picks.iter().map(Vec::len).sum::<usize>() as f64 / picks.len().max(1) as f64;
+        let pipeline = mean.round().max(1.0) as usize;
+        figures.extend(crate::tools::redis_parts(redis, config.clients, pipeline, baselines::UNLOCK).await);
+    }
+    for f in figures {
+        match f.rate_per_s {
+            Some(rate) => println!(
+                "  {:<16} {:<10} {:<26} {rate:>9.0}/s  ({})",
+                f.tool, f.target, f.phase, f.note
+            ),
+            None => println!("  {:<16} {:<10} {:<26} {}", f.tool, f.target, f.phase, f.note),
+        }
+        results.tools.push(f);
+    }
     Ok(())
+}
+
+/// The baseline server's time per reservation since the last call, by part (`DELETE /parts`).
+async fn take_parts(race: &LeanRace) -> Option<Value> {
+    let request = race.http.request("DELETE", "/parts", &[], b"");
+    match race.http.send(&request).await {
+        Ok((200, body)) => serde_json::from_slice(&body).ok(),
+        _ => None,
+    }
+}
+
+/// The open-loop rate of a "half max" phase: half the closed loop's rate over the requests the
+/// open loop will send. The max phase runs 40,000 picks into one event; once its seats are
+/// sold most answers are quick `409`s (an `UPDATE` of no row: no WAL to flush), so its whole
+/// rate is far above what the same target sustains on a fresh event, where most answers are
+/// `201`s, each a durable commit. Half of that whole rate overloaded the naive design's half-max
+/// phase (issue 17: 26 s of queueing). Found by fixed-point iteration: `r = R(r * open_s) / 2`,
+/// `R(n)` the max phase's rate over its first `n` answers. Returns the rate and that `n`.
+pub(crate) fn half_max_rate(timeline: &Timeline, max_rate: f64, open_s: f64) -> (f64, u64) {
+    let mut rate = max_rate / 2.0;
+    let mut first = 0;
+    for _ in 0..200 {
+        first = (rate * open_s).ceil().max(1.0) as u64;
+        let Some(r) = timeline.rate_of_first(first) else {
+            break;
+        };
+        let converged = (r / 2.0 - rate).abs() <= rate * 1e-4;
+        rate = r / 2.0;
+        if converged {
+            break;
+        }
+    }
+    (rate.max(1.0), first)
+}
+
+/// The naive design's transaction alone, with pgbench, on a scratch event in the same table:
+/// durable commits (every transaction writes its seats: the cost of a `201`) at the pool's
+/// size and at the closed loop's client count, and refusals (the same `UPDATE` on a sold-out
+/// event: no row, nothing to flush: the cost of a `409`).
+async fn pg_parts(
+    config: &Config,
+    db: &Database,
+    seats: &[String],
+    picks: &[Vec<String>],
+) -> anyhow::Result<Vec<crate::tools::ToolFigure>> {
+    if crate::tools::find_tool("pgbench").is_none() {
+        return Ok(vec![crate::tools::ToolFigure::missing(
+            "pgbench",
+            "naive-pg",
+            "reserve transaction",
+            "transactions",
+        )]);
+    }
+    let event = uuid::Uuid::now_v7();
+    db.add_event(event, seats).await?;
+    db.add_picks(picks).await?;
+    db.set_status(event, "BOOKED").await?;
+    let pick = "\\set n random(0, :picks - 1)\nSELECT seats AS pick FROM pgbench_picks WHERE n = :n \\gset\n";
+    let update = "UPDATE seats SET status = 'RESERVED', reservation_id = gen_random_uuid(), customer = 'pgbench', \
+                  held_until = now() + interval '10 minutes' WHERE event_id = :event AND seat_id = ANY(:pick::text[])";
+    let refuse = format!("{pick}BEGIN;\n{update} AND status = 'AVAILABLE';\nROLLBACK;\n");
+    let commit = format!("{pick}BEGIN;\n{update};\nCOMMIT;\n");
+    let defines = [("event", event.to_string()), ("picks", picks.len().to_string())];
+    let secs = config.phase_s.clamp(1.0, 5.0).ceil() as u64;
+    let mut figures = Vec::new();
+    let mut runs = vec![
+        ("409: UPDATE of no row", &refuse, config.pg_pool),
+        ("201: durable commit", &commit, config.pg_pool),
+    ];
+    if config.clients as u32 != config.pg_pool {
+        runs.push(("201: durable commit", &commit, config.clients as u32));
+    }
+    for (phase, script, clients) in runs {
+        let mut f = crate::tools::pgbench(&db.url, &db.schema, clients, secs, phase, script, &defines).await;
+        f.phase = format!("{phase} ({clients} conns)");
+        figures.push(f);
+    }
+    Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_max_is_half_the_rate_of_the_requests_the_open_loop_sends() {
+        // A closed loop that answered its first 5,000 requests at 1,000/s (commits) and the
+        // next 35,000 at 7,000/s (refusals): 40,000 in 10 s, 4,000/s overall.
+        let marks = (1..=160u64)
+            .map(|k| {
+                let n = k * 250;
+                let secs = if n <= 5000 {
+                    n as f64 / 1000.0
+                } else {
+                    5.0 + (n - 5000) as f64 / 7000.0
+                };
+                (n, secs)
+            })
+            .collect();
+        let timeline = Timeline { marks };
+        let (rate, first) = half_max_rate(&timeline, 4000.0, 10.0);
+        assert!((rate - 500.0).abs() < 1.0, "{rate}");
+        assert!((4990..=5010).contains(&first), "{first}");
+        // Without a timeline: half the whole rate.
+        assert_eq!(half_max_rate(&Timeline::default(), 4000.0, 10.0).0, 2000.0);
+    }
 }

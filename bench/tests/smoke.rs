@@ -52,6 +52,7 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
     for (scenario, target, phase) in [
         ("0-ceiling", "hello", "GET /hello (first)"),
         ("0-ceiling", "hello", "GET /hello (last)"),
+        ("0-ceiling", "hello", "GET /hello (reqwest)"),
         ("1-hot-onsale", "frontrow", "reserve explicit (max)"),
         ("1-hot-onsale", "frontrow", "pay (simulated provider)"),
         ("1-hot-onsale", "frontrow", "reserve best-available (max)"),
@@ -153,6 +154,29 @@ async fn the_smoke_run_with_the_postgresql_and_redis_baselines() {
         );
     }
     assert!(!md.contains("skipped"), "{md}");
+    // The baselines' parts alone, where the tools are installed, and each bottleneck named.
+    for (tool, target) in [("pgbench", "naive-pg"), ("redis-benchmark", "redis-lock")] {
+        let ran: Vec<_> = results.tools.iter().filter(|t| t.tool == tool).collect();
+        assert!(!ran.is_empty(), "{tool}: {:?}", results.tools);
+        for t in ran {
+            assert_eq!(t.target, target);
+            if frontrow_bench::tools::find_tool(tool).is_some() {
+                assert!(t.rate_per_s.unwrap_or(0.0) > 0.0, "{t:?}");
+            } else {
+                assert_eq!(t.note, format!("{tool} not available"));
+            }
+        }
+    }
+    let lines = frontrow_bench::report::bottlenecks(&results);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("naive-pg: ") && lines[1].starts_with("redis-lock: "),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().all(|l| l.contains("inside the server per request")),
+        "{lines:?}"
+    );
 }
 
 /// Scenario 3 as the full run does it: the real `frontrow serve` binary in a child process
@@ -226,4 +250,109 @@ async fn the_catalogue_survives_both_restarts_and_is_loaded_when_ready() {
         assert_eq!(start["loaded_at_ready"], true, "{start}");
         assert!(start["ready_s"].as_f64().unwrap() > 0.0, "{start}");
     }
+}
+
+/// The ceiling alone: the harness's client, reqwest and wrk against the same hello-world
+/// server; the report holds wrk's ceiling and the harness/wrk ratio where wrk is installed,
+/// and says "wrk not available" where it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_holds_the_wrk_ceiling_beside_the_harness_one() {
+    let out = tempfile::tempdir().unwrap();
+    let config = Config {
+        out_dir: out.path().to_path_buf(),
+        scenarios: vec!["0".into()],
+        phase_s: 1.0,
+        ..Config::smoke()
+    };
+    let (results, path, md) = run_and_report(&config).await.unwrap();
+    for phase in ["GET /hello (first)", "GET /hello (last)", "GET /hello (reqwest)"] {
+        let stats = results.find("0-ceiling", "hello", phase).unwrap();
+        assert!(stats.ok > 0 && stats.errors == 0, "{phase}: {stats:?}");
+    }
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let ceilings = &report["ceilings"];
+    assert!(ceilings["harness"].as_f64().unwrap() > 0.0, "{ceilings}");
+    if frontrow_bench::tools::find_tool("wrk").is_some() {
+        let wrk = ceilings["wrk"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no wrk ceiling: {ceilings}"));
+        assert!(wrk > 0.0, "{ceilings}");
+        let ratio = ceilings["harness_vs_wrk"].as_f64().unwrap();
+        assert!(ratio > 0.0, "{ceilings}");
+        assert_eq!(report["ratios"]["harness_vs_wrk_hello"].as_f64(), Some(ratio));
+        assert_eq!(
+            report["results"]["tools"].as_array().unwrap().len(),
+            2,
+            "wrk ran first and last"
+        );
+        assert!(md.contains("harness/wrk"), "{md}");
+    } else {
+        assert_eq!(ceilings["wrk"], serde_json::Value::Null);
+        assert_eq!(ceilings["wrk_note"], "wrk not available", "{ceilings}");
+        assert!(md.contains("wrk not available"), "{md}");
+    }
+}
+
+/// The lean client answers what reqwest answers, status and body length, on a small local
+/// server: plain text, JSON with a status of its own, an empty 304, a chunked (streamed) body,
+/// a large body and a POST with a body; several requests on the same keep-alive connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lean_client_gets_the_same_answers_as_reqwest() {
+    use axum::body::Body;
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+
+    let router = axum::Router::new()
+        .route("/hello", get(|| async { "Hello, World!" }))
+        .route(
+            "/conflict",
+            get(|| async {
+                (
+                    StatusCode::CONFLICT,
+                    axum::Json(serde_json::json!({ "detail": "taken" })),
+                )
+            }),
+        )
+        .route("/not-modified", get(|| async { StatusCode::NOT_MODIFIED }))
+        .route(
+            "/chunked",
+            get(|| async {
+                let parts = (0..50).map(|i| Ok::<_, std::io::Error>(format!("part {i};").into_bytes()));
+                Body::from_stream(futures::stream::iter(parts))
+            }),
+        )
+        .route("/large", get(|| async { "x".repeat(300_000) }))
+        .route(
+            "/echo",
+            post(|body: axum::body::Bytes| async move { (StatusCode::CREATED, body) }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+
+    let lean = frontrow_bench::http1::Client::new(addr);
+    let http = reqwest::Client::new();
+    for round in 0..3 {
+        for path in ["/hello", "/conflict", "/not-modified", "/chunked", "/large"] {
+            let (status, body) = lean.get(path).await.unwrap();
+            let r = http.get(format!("http://{addr}{path}")).send().await.unwrap();
+            let want = (r.status().as_u16(), r.bytes().await.unwrap());
+            assert_eq!((status, body.len()), (want.0, want.1.len()), "round {round} {path}");
+            assert_eq!(body, want.1.as_ref(), "round {round} {path}");
+        }
+        let payload = br#"{"seats":["A-1-1","A-1-2"]}"#;
+        let request = lean.request("POST", "/echo", &[("content-type", "application/json")], payload);
+        let (status, body) = lean.send(&request).await.unwrap();
+        let r = http
+            .post(format!("http://{addr}/echo"))
+            .body(payload.to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            (status, body.len()),
+            (r.status().as_u16(), r.bytes().await.unwrap().len())
+        );
+    }
+    assert_eq!(lean.idle(), 1, "one caller at a time: one keep-alive connection");
 }

@@ -120,8 +120,8 @@ impl Request {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub event_id: EventId,
-    /// Types of the events this command recorded; empty when it was already done (a retry).
-    pub recorded: Vec<&'static str>,
+    /// The kinds of the events this command recorded; empty when it was already done (a retry).
+    pub recorded: Vec<EventKind>,
     /// The journal position of the last event this command wrote, or when it wrote nothing,
     /// the newest position of the partition the writer knows to be durable.
     pub position: Option<Position>,
@@ -526,7 +526,7 @@ struct Pending {
 
 struct Decided {
     event_id: EventId,
-    recorded: Vec<&'static str>,
+    recorded: Vec<EventKind>,
     /// Index in the batch's records of this command's last event.
     last_record: Option<usize>,
     reservation: Option<(CustomerId, ReservationId)>,
@@ -1034,7 +1034,7 @@ impl Writer {
         for event in events {
             let sequence = next_sequence(self.events.get(&event_id));
             let env = meta.envelope(Uuid::now_v7(), event_id, sequence, now, event);
-            recorded.push(env.event.type_name());
+            recorded.push(env.event.kind());
             records.push(Record {
                 key: key.clone(),
                 value: encode(&env),

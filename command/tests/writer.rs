@@ -225,7 +225,7 @@ async fn a_failed_append_acknowledges_nothing_and_state_follows_the_log() {
     assert!(matches!(failed, Err(CommandError::Unavailable(_))), "{failed:?}");
     // The writer's memory did not keep the unrecorded hold: someone else can take the seat.
     let ok = writers.send(reserve(id, "b", &["A-1-1"], "k2")).await.unwrap();
-    assert_eq!(ok.recorded, vec!["frontrow.seats.reserved"]);
+    assert_eq!(ok.recorded, vec![EventKind::SeatsReserved]);
     // And the retry of the failed command is a fresh attempt that now meets a taken seat.
     let retry = writers.send(reserve(id, "a", &["A-1-1"], "k1")).await;
     assert!(matches!(retry, Err(CommandError::Rejected(_))), "{retry:?}");
@@ -474,7 +474,7 @@ async fn a_superseded_writer_answers_nothing_from_the_past(
         .send(reserve(created_since.event_id, "c", &["A-1-1"], "k3"))
         .await
         .unwrap();
-    assert_eq!(taken.recorded, vec!["frontrow.seats.reserved"]);
+    assert_eq!(taken.recorded, vec![EventKind::SeatsReserved]);
     new.shutdown().await;
 }
 
@@ -566,7 +566,7 @@ async fn a_graceful_stop_after_a_failed_append_snapshots_only_what_the_log_has()
 
     // The provider retries the webhook: it is applied now, not answered as a duplicate.
     let retried = writers.send(paid(id, &held, "evt_1")).await.unwrap();
-    assert_eq!(retried.recorded, vec!["frontrow.seats.booked"]);
+    assert_eq!(retried.recorded, vec![EventKind::SeatsBooked]);
     assert_eq!(retried.reservation.unwrap().status, "booked");
     writers.shutdown().await;
 }

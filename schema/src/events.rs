@@ -29,7 +29,39 @@ pub enum Event {
     Queue(QueueEvent),
 }
 
+/// Which kind of fact an [`Event`] is, without its payload (waiting-room facts are one kind):
+/// what a command's answer says it recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    EventScheduled,
+    SeatMapChanged,
+    SeatsReserved,
+    SeatsBooked,
+    SeatsReleased,
+    PaymentRefunded,
+    PaymentFailed,
+    SeatsWithheld,
+    SeatsReturned,
+    Queue,
+}
+
 impl Event {
+    /// Which kind of fact this is.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::EventScheduled(_) => EventKind::EventScheduled,
+            Event::SeatMapChanged(_) => EventKind::SeatMapChanged,
+            Event::SeatsReserved(_) => EventKind::SeatsReserved,
+            Event::SeatsBooked(_) => EventKind::SeatsBooked,
+            Event::SeatsReleased(_) => EventKind::SeatsReleased,
+            Event::PaymentRefunded(_) => EventKind::PaymentRefunded,
+            Event::PaymentFailed(_) => EventKind::PaymentFailed,
+            Event::SeatsWithheld(_) => EventKind::SeatsWithheld,
+            Event::SeatsReturned(_) => EventKind::SeatsReturned,
+            Event::Queue(_) => EventKind::Queue,
+        }
+    }
+
     /// The CloudEvents `type` of this event.
     pub fn type_name(&self) -> &'static str {
         match self {

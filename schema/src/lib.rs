@@ -19,8 +19,8 @@ pub mod testsuite;
 
 pub use envelope::{DecodeError, Envelope, decode, encode};
 pub use events::{
-    Event, EventScheduled, Payment, PaymentFailed, PaymentRefunded, RefundReason, ReleaseReason, SeatMapChanged,
-    SeatStatus, SeatsBooked, SeatsReleased, SeatsReserved, SeatsReturned, SeatsWithheld,
+    Event, EventKind, EventScheduled, Payment, PaymentFailed, PaymentRefunded, RefundReason, ReleaseReason,
+    SeatMapChanged, SeatStatus, SeatsBooked, SeatsReleased, SeatsReserved, SeatsReturned, SeatsWithheld,
 };
 pub use ids::{CustomerId, EventId, InvalidId, OrganizerId, ReservationId};
 pub use queue::{

@@ -114,11 +114,11 @@ pub(super) async fn payment_webhook(
     };
     let outcome = send_command(&state, event_id, command, &headers, Some(event.id.clone())).await?;
     let kinds = &outcome.recorded;
-    let answer = if kinds.contains(&"frontrow.seats.booked") {
+    let answer = if kinds.contains(&EventKind::SeatsBooked) {
         "booked"
-    } else if kinds.contains(&"frontrow.payment.refunded") {
+    } else if kinds.contains(&EventKind::PaymentRefunded) {
         "refunded"
-    } else if kinds.contains(&"frontrow.payment.failed") {
+    } else if kinds.contains(&EventKind::PaymentFailed) {
         "payment_failed"
     } else {
         "duplicate"

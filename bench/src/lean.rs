@@ -65,22 +65,7 @@ impl LeanRace {
         let Ok(answer) = serde_json::from_slice::<Value>(&body) else {
             return Outcome::Error;
         };
-        let outcome = classify(status, &[201], &[409]);
-        if outcome == Outcome::Ok {
-            let (Some(reservation), Some(seats)) = (answer["reservation_id"].as_str(), answer["seats"].as_array())
-            else {
-                return Outcome::Error;
-            };
-            let won = Won {
-                reservation: reservation.to_owned(),
-                customer,
-                seats: seats.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
-                position: answer["position"].as_str().map(str::to_owned),
-                acked_at: std::time::SystemTime::now(),
-            };
-            self.race.log.won.lock().expect("race log").push(won);
-        }
-        outcome
+        self.race.record_answer(customer, status, &answer)
     }
 
     /// Pays the acknowledged reservations, request `i` paying `won[i]` (as [`Race::pay`]).

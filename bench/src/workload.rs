@@ -133,6 +133,12 @@ impl Race {
         let Ok(answer) = res.json::<Value>().await else {
             return Outcome::Error;
         };
+        self.record_answer(customer, status, &answer)
+    }
+
+    /// Classifies a reservation's answer and logs an acknowledged hold (whichever client sent
+    /// the request).
+    pub(crate) fn record_answer(&self, customer: usize, status: u16, answer: &Value) -> Outcome {
         let outcome = classify(status, &[201], &[409]);
         if outcome == Outcome::Ok {
             let (Some(reservation), Some(seats)) = (answer["reservation_id"].as_str(), answer["seats"].as_array())

@@ -112,9 +112,9 @@ pub const METRICS: &[(&str, Kind, &str)] = &[
         "records a reader of the log is behind its partition's end, by reader (query, search, ledger) and partition",
     ),
     (
-        "frontrow_query_lag_seconds",
+        "frontrow_follower_lag_seconds",
         Kind::Gauge,
-        "age of the newest record the query node applied while more were waiting, by partition",
+        "how long the oldest record a reader of the log has not applied yet has been visible to it (0 when caught up), by reader and partition",
     ),
     (
         "frontrow_partitions_owned",

@@ -123,10 +123,18 @@ async fn metrics_after_an_onsale_match_the_clients_and_the_ledger() {
         sample(&lag, "frontrow_follower_lag_records", &[("reader", "ledger")]),
         0.0
     );
-    assert!(
-        lag.contains("frontrow_follower_lag_records{reader=\"query\""),
-        "no query lag series"
+    assert_eq!(
+        sample(&lag, "frontrow_follower_lag_seconds", &[("reader", "ledger")]),
+        0.0
     );
+    for reader in ["query", "search", "ledger"] {
+        for metric in ["frontrow_follower_lag_records", "frontrow_follower_lag_seconds"] {
+            assert!(
+                lag.contains(&format!("{metric}{{reader=\"{reader}\"")),
+                "no {metric} series for {reader}"
+            );
+        }
+    }
 
     let unmatched = app.client.get(app.url("/no/such/route")).send().await.unwrap();
     assert_eq!(unmatched.status(), 404);

@@ -17,12 +17,14 @@ use tokio::sync::watch;
 #[cfg(feature = "testsuite")]
 pub mod conformance;
 mod kafka;
+mod lag;
 mod metered;
 mod sqlite;
 
 pub use kafka::{
     DEFAULT_SNAPSHOT_HISTORY_RETENTION, KafkaJournal, KafkaSettings, default_min_insync, default_replication,
 };
+pub use lag::LagMeter;
 pub use metered::Metered;
 pub use sqlite::{DEFAULT_SNAPSHOT_HISTORY, SqliteJournal};
 
@@ -268,15 +270,8 @@ pub struct Follower {
     next: Offset,
     end: watch::Receiver<Offset>,
     batch: usize,
-    /// Who reads, for the lag metric (`frontrow_follower_lag_records{reader, partition}`).
-    reader: &'static str,
-}
-
-/// Reports how many records `reader` is behind the end of `partition`
-/// (`frontrow_follower_lag_records`). Every reader of the log reports through this.
-pub fn report_lag(reader: &'static str, partition: u32, end: Offset, next: Offset) {
-    metrics::gauge!("frontrow_follower_lag_records", "reader" => reader, "partition" => partition.to_string())
-        .set(end.saturating_sub(next) as f64);
+    /// The lag metrics, named by who reads.
+    lag: LagMeter,
 }
 
 impl Follower {
@@ -293,13 +288,13 @@ impl Follower {
             next: from,
             end,
             batch: batch.max(1),
-            reader: "follower",
+            lag: LagMeter::new("follower", partition),
         })
     }
 
     /// Names this follower in the lag metric.
     pub fn named(mut self, reader: &'static str) -> Self {
-        self.reader = reader;
+        self.lag = LagMeter::new(reader, self.partition);
         self
     }
 
@@ -322,7 +317,7 @@ impl Follower {
     pub async fn next_batch(&mut self) -> Option<Result<Vec<StoredRecord>, JournalError>> {
         loop {
             let end = *self.end.borrow_and_update();
-            report_lag(self.reader, self.partition, end, self.next);
+            self.lag.report(end, self.next);
             if end > self.next {
                 match self.journal.read(self.partition, self.next, self.batch).await {
                     Ok(batch) => {

@@ -222,12 +222,13 @@ impl Projector {
     pub async fn follow(&mut self, partition: u32, mut stop: watch::Receiver<bool>) -> Result<(), ProjectorError> {
         let mut end = self.journal.watch(partition)?;
         let mut next = self.stored(partition).await?;
+        let mut lag = frontrow_journal::LagMeter::new("ledger", partition);
         loop {
             if *stop.borrow() {
                 return Ok(());
             }
             let at_end = *end.borrow_and_update();
-            frontrow_journal::report_lag("ledger", partition, at_end, next);
+            lag.report(at_end, next);
             if at_end <= next {
                 tokio::select! {
                     changed = end.changed() => if changed.is_err() { return Ok(()) },

@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
 use frontrow_journal::{Follower, Journal, Offset, Position, Scan, StoredRecord};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{Envelope, Event, EventId, SeatId, decode};
@@ -156,13 +155,7 @@ impl Catalog {
             match follower.next_batch().await {
                 Some(Ok(records)) => {
                     backoff = Duration::from_millis(50);
-                    let newest = self.apply(partition, &records, follower.position());
-                    // Seconds behind: how old the newest applied record is while more wait.
-                    let behind = match (follower.lag(), newest) {
-                        (0, _) | (_, None) => 0.0,
-                        (_, Some(time)) => (chrono::Utc::now() - time).num_milliseconds().max(0) as f64 / 1000.0,
-                    };
-                    metrics::gauge!("frontrow_query_lag_seconds", "partition" => partition.to_string()).set(behind);
+                    self.apply(partition, &records, follower.position());
                 }
                 Some(Err(e)) if e.is_transient() => {
                     warn!(partition, error = %e, retry_ms = backoff.as_millis() as u64, "journal read failed, retrying");
@@ -182,8 +175,7 @@ impl Catalog {
     }
 
     /// Applies one batch read from `partition` and makes everything before `next` visible.
-    /// Returns the time stamped on the batch's last record.
-    fn apply(&self, partition: u32, records: &[StoredRecord], next: Offset) -> Option<DateTime<Utc>> {
+    fn apply(&self, partition: u32, records: &[StoredRecord], next: Offset) {
         // Decode before taking the lock: readers only wait for the cheap part.
         let envelopes: Vec<(Position, Envelope)> = records
             .iter()
@@ -219,7 +211,6 @@ impl Catalog {
                 let _ = part.deltas.send(Arc::new(deltas));
             }
         }
-        envelopes.last().map(|(_, e)| e.time)
     }
 
     /// Ends every open SSE stream (graceful shutdown); new ones end at once.

@@ -34,6 +34,10 @@ defaults
     option redispatch 1
     retry-on conn-failure
     option http-server-close
+    # The balancer's own answers are problems like FrontRow's (RFC 9457), never HTML pages.
+    http-error status 503 content-type application/problem+json hdr Retry-After 1 string '{"type":"urn:frontrow:problem:no-node-ready","title":"Service Unavailable","status":503,"detail":"no FrontRow node is ready to serve this request; retry after Retry-After seconds"}'
+    http-error status 502 content-type application/problem+json hdr Retry-After 1 string '{"type":"urn:frontrow:problem:node-failed","title":"Bad Gateway","status":502,"detail":"the node serving this request failed before it answered; it may or may not have been done, so retry it with the same Idempotency-Key"}'
+    http-error status 504 content-type application/problem+json hdr Retry-After 1 string '{"type":"urn:frontrow:problem:node-timeout","title":"Gateway Timeout","status":504,"detail":"the node serving this request did not answer in time; it may or may not have been done, so retry it with the same Idempotency-Key"}'
 frontend frontrow
     bind $FR_HOST:$port
     default_backend command

@@ -443,3 +443,123 @@ async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
     })
     .await;
 }
+
+/// The sum of every series of `name` in a node's `/metrics` (0 when it has none yet).
+async fn total(client: &reqwest::Client, base: &str, name: &str) -> f64 {
+    let text = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+/// Busy threads at normal priority for `for_how_long`: a machine with no CPU to spare.
+fn hog_the_cpu(threads: usize, for_how_long: Duration) -> Vec<std::thread::JoinHandle<u64>> {
+    (0..threads)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (start, mut spins) = (std::time::Instant::now(), 0u64);
+                while start.elapsed() < for_how_long {
+                    spins = std::hint::black_box(spins.wrapping_add(1));
+                }
+                spins
+            })
+        })
+        .collect()
+}
+
+/// A node that is slow, not dead, keeps its partitions: B runs at nice 10 (a tenth of a normal share of the CPU) while
+/// the machine is saturated (two busy threads per core's worth at normal priority, and a load of
+/// reserves through both nodes), so it answers slowly; the group must not move its partitions,
+/// since its heartbeats come from librdkafka's own thread and need very little CPU.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn a_node_slowed_by_a_saturated_machine_keeps_its_partitions() {
+    let mut cluster = Cluster::new();
+    let client = cluster.client.clone();
+    let (a, b) = (cluster.node("command"), cluster.node("command"));
+    let token = |customer: &str| cluster.token(customer);
+    let event = create_settled(&client, &a, &b, &token, "slow-event").await;
+    let owned = |base: String| {
+        let client = client.clone();
+        async move { total(&client, &base, "frontrow_partitions_owned").await }
+    };
+    let rebalances = |base: String| {
+        let client = client.clone();
+        async move { total(&client, &base, "frontrow_rebalances_total").await }
+    };
+    let before = (
+        owned(a.base.clone()).await,
+        owned(b.base.clone()).await,
+        rebalances(a.base.clone()).await,
+        rebalances(b.base.clone()).await,
+    );
+    assert_eq!(before.0 + before.1, 4.0, "A and B share the 4 partitions");
+    assert!(before.1 > 0.0, "B owns a partition");
+
+    let renice = Command::new("renice")
+        .args(["-n", "10", "-p", &b.child.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(renice.status.success(), "renice: {renice:?}");
+    const LOAD: Duration = Duration::from_secs(15);
+    let hogs = hog_the_cpu(4, LOAD);
+    let started = std::time::Instant::now();
+    let load = (0..32).map(|fan| {
+        let (client, a, b) = (client.clone(), a.base.clone(), b.base.clone());
+        let token = cluster.token(&format!("slow-fan-{fan}"));
+        tokio::spawn(async move {
+            let mut answers = BTreeMap::<(bool, u16), u32>::new();
+            let mut n = 0usize;
+            while started.elapsed() < LOAD {
+                let through_b = (fan + n).is_multiple_of(2);
+                let base = if through_b { &b } else { &a };
+                let seat = format!("A-{}-{}", n % 4 + 1, (fan + n) % 25 + 1);
+                let key = format!("slow-{fan}-{n}");
+                let body = json!({"seats": [seat]});
+                let status = match reservation(&client, base, event, &token, &key, &body).send().await {
+                    Ok(res) => res.status().as_u16(),
+                    Err(_) => 0,
+                };
+                *answers.entry((through_b, status)).or_default() += 1;
+                n += 1;
+            }
+            answers
+        })
+    });
+    let mut answers = BTreeMap::<(bool, u16), u32>::new();
+    for fan in futures::future::join_all(load).await {
+        for (k, v) in fan.unwrap() {
+            *answers.entry(k).or_default() += v;
+        }
+    }
+    let spins: u64 = hogs.into_iter().map(|h| h.join().unwrap()).sum();
+    eprintln!("answers (through B, status) -> count: {answers:?}; {spins} spins");
+
+    let after = (
+        owned(a.base.clone()).await,
+        owned(b.base.clone()).await,
+        rebalances(a.base.clone()).await,
+        rebalances(b.base.clone()).await,
+    );
+    assert_eq!(after, before, "(owned A, owned B, rebalances A, rebalances B) moved");
+    let served_by_b: u32 = answers
+        .iter()
+        .filter(|((through_b, status), _)| *through_b && matches!(status, 201 | 409))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(served_by_b > 0, "B answered nothing: {answers:?}");
+    let unserved: u32 = answers
+        .iter()
+        .filter(|((_, status), _)| !matches!(status, 201 | 409))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(unserved, 0, "requests not served under load: {answers:?}");
+}

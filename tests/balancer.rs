@@ -11,29 +11,17 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The config `deploy/local/balancer-config.sh PORT NODES` prints, from the function it calls
 /// (the script itself would install HAProxy first).
 fn config(port: u16, nodes: &str) -> String {
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/local/lib.sh");
-    let out = Command::new("bash")
-        .args(["-c", r#". "$0"; balancer_config "$1" "$2""#])
-        .arg(lib)
-        .arg(port.to_string())
-        .arg(nodes)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "balancer_config: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        Command::new("bash")
+            .args(["-c", r#". "$0"; balancer_config "$1" "$2""#])
+            .arg(lib)
+            .arg(port.to_string())
+            .arg(nodes),
+        "balancer_config",
     );
     String::from_utf8(out.stdout).unwrap()
 }

@@ -25,14 +25,6 @@ struct PrivateBroker {
     controller_port: u16,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl PrivateBroker {
     fn start() -> Self {
         // The downloaded jars are shared with deploy/local's services (see deploy/local/lib.sh).

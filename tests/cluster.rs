@@ -355,21 +355,6 @@ async fn status(client: &reqwest::Client, url: &str) -> u16 {
     client.get(url).send().await.map(|r| r.status().as_u16()).unwrap_or(0)
 }
 
-/// The value of an unlabelled gauge in a node's `/metrics`.
-async fn gauge(client: &reqwest::Client, base: &str, name: &str) -> f64 {
-    let text = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
@@ -380,7 +365,7 @@ async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
     let a_ready = ready(&a.base);
     let look = || status(&client, &a_ready);
     wait_until(SERVED, "A is ready", look, |s| (*s == 200).then_some(())).await;
-    assert_eq!(gauge(&client, &a.base, "frontrow_partitions_owned").await, 4.0);
+    assert_eq!(total(&client, &a.base, "frontrow_partitions_owned").await, 4.0);
 
     // A second node joins: once both are ready each serves part of the partitions, and together
     // all of them.
@@ -391,8 +376,8 @@ async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
             status(&client, &ready(&b.base)).await,
         );
         let (oa, ob) = (
-            gauge(&client, &a.base, "frontrow_partitions_owned").await,
-            gauge(&client, &b.base, "frontrow_partitions_owned").await,
+            total(&client, &a.base, "frontrow_partitions_owned").await,
+            total(&client, &b.base, "frontrow_partitions_owned").await,
         );
         (ra, rb, oa, ob)
     };
@@ -435,7 +420,7 @@ async fn readiness_follows_the_rebalance_and_request_ids_cross_the_forward() {
     drop(b);
     let look = || async {
         let up = status(&client, &a_ready).await;
-        (up, gauge(&client, &a.base, "frontrow_partitions_owned").await)
+        (up, total(&client, &a.base, "frontrow_partitions_owned").await)
     };
     let message = "the survivor serves every partition again";
     wait_until(SERVED, message, look, |&(up, owned)| {

@@ -77,18 +77,20 @@ mod tests {
         start + Duration::from_millis(ms)
     }
 
+    fn meter() -> (LagMeter, Instant) {
+        (LagMeter::new("test", 0), Instant::now())
+    }
+
     #[test]
     fn a_caught_up_reader_is_not_behind() {
-        let mut meter = LagMeter::new("test", 0);
-        let t = Instant::now();
+        let (mut meter, t) = meter();
         assert_eq!(meter.observe(0, 0, t), 0.0);
         assert_eq!(meter.observe(10, 10, at(t, 500)), 0.0);
     }
 
     #[test]
     fn the_lag_is_the_age_of_the_oldest_record_not_yet_applied() {
-        let mut meter = LagMeter::new("test", 0);
-        let t = Instant::now();
+        let (mut meter, t) = meter();
         // Records 0..10 appear at 0 ms, 10..20 at 1,000 ms; the reader applies slowly.
         assert_eq!(meter.observe(10, 0, t), 0.0);
         assert_eq!(meter.observe(20, 5, at(t, 1_000)), 1.0);
@@ -99,8 +101,7 @@ mod tests {
 
     #[test]
     fn a_reader_that_keeps_up_with_a_steady_load_stays_near_zero() {
-        let mut meter = LagMeter::new("test", 0);
-        let t = Instant::now();
+        let (mut meter, t) = meter();
         // Ten records arrive every 10 ms and the reader applies each arrival within 10 ms: it
         // is never at the end when it looks, but never more than one step behind.
         for step in 0..1_000u64 {
@@ -111,8 +112,7 @@ mod tests {
 
     #[test]
     fn a_reader_far_behind_remembers_a_bounded_number_of_ends_and_never_understates() {
-        let mut meter = LagMeter::new("test", 0);
-        let t = Instant::now();
+        let (mut meter, t) = meter();
         for step in 1..=1_000u64 {
             meter.observe(step, 0, at(t, step));
         }

@@ -589,21 +589,36 @@ pub fn history_kinds(history: &Value) -> Vec<&str> {
 
 /// Runs the real `frontrow analytics ARGS` on the app's data directory; fails on a non-zero exit.
 pub fn analytics_cli(app: &TestApp, args: &[&str]) -> std::process::Output {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
-        .arg("--data-dir")
-        .arg(app.dir.path())
-        .arg("analytics")
-        .args(args)
-        .env("FRONTROW_PARTITIONS", "4")
-        .env("FRONTROW_LOG", "warn")
-        .output()
-        .unwrap();
+    run_ok(
+        std::process::Command::new(env!("CARGO_BIN_EXE_frontrow"))
+            .arg("--data-dir")
+            .arg(app.dir.path())
+            .arg("analytics")
+            .args(args)
+            .env("FRONTROW_PARTITIONS", "4")
+            .env("FRONTROW_LOG", "warn"),
+        &format!("frontrow analytics {args:?}"),
+    )
+}
+
+/// Runs `command` to its end; fails, with its stderr, on a non-zero exit.
+pub fn run_ok(command: &mut std::process::Command, what: &str) -> std::process::Output {
+    let output = command.output().unwrap();
     assert!(
         output.status.success(),
-        "frontrow analytics {args:?}: {}",
+        "{what}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     output
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A mixed venue's seat map: section `A`, one row of `seats` seats at 80.00, and `FLOOR`, a

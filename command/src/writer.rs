@@ -552,8 +552,15 @@ impl Decided {
 
 impl Writer {
     async fn restore(&mut self) -> Result<(), JournalError> {
-        // Fence any earlier writer first, so nothing lands behind the state restored here.
-        self.journal.claim(self.partition).await?;
+        // Fence any earlier writer first, so nothing lands behind the state restored here. The
+        // snapshot is read meanwhile: any stored snapshot is a true state of the log up to its
+        // mark, whoever stored it and whenever, so it need not wait for the claim.
+        let (claimed, snapshot) = tokio::join!(
+            self.journal.claim(self.partition),
+            self.journal.load_snapshot(self.partition)
+        );
+        claimed?;
+        let snapshot = snapshot?;
         self.events.clear();
         self.deadlines.clear();
         self.queue_timers.clear();
@@ -562,7 +569,6 @@ impl Writer {
         self.since_snapshot = 0;
         let end = self.journal.end_offset(self.partition).await?;
         let mut from = 0;
-        let snapshot = self.journal.load_snapshot(self.partition).await?;
         match snapshot.map(|bytes| serde_json::from_slice::<PartitionSnapshot>(&bytes)) {
             // A snapshot past the end of the log belongs to another log (a recreated topic).
             Some(Ok(snapshot)) if snapshot.next > end => {

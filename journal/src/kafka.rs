@@ -539,6 +539,13 @@ impl Inner {
             .lock()
             .map_err(|e| JournalError::Storage(e.to_string()))?;
         if reader.cursor != Some(from) {
+            // A consumer learns a topic it was not told of on its next metadata scan, up to 1 s
+            // after the assign (librdkafka's topic scan timer): on a failover that second is
+            // most of the restore. Asking for the topic's metadata first makes the fetch start
+            // at once. It is only a hint: without it the fetch starts on the next scan.
+            if let Err(e) = reader.consumer.fetch_metadata(Some(&self.settings.topic), CALL_TIMEOUT) {
+                debug!(partition, error = %e, "no topic metadata before the assign");
+            }
             let mut tpl = TopicPartitionList::new();
             tpl.add_partition_offset(&self.settings.topic, partition as i32, KafkaOffset::Offset(from as i64))
                 .map_err(kafka_err)?;

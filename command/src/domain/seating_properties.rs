@@ -492,6 +492,42 @@ fn check_sellable(state: &EventState, venue: &Venue) -> Result<(), TestCaseError
     Ok(())
 }
 
+/// A waiting room opened on `state` with `fans` in line: the first round admits one fan per
+/// largest sellable order the free seats hold (rounded up), and says "sold out" exactly when no
+/// seat is free and no hold could come back.
+fn check_waiting_room(state: &EventState, venue: &Venue, fans: u64) -> Result<(), TestCaseError> {
+    let mut room = Some(state.clone());
+    let opened = QueueOpened {
+        max_size: None,
+        max_shoppers: 1000,
+        admission_secs: 600,
+    };
+    apply(&mut room, &Event::Queue(QueueEvent::Opened(opened)), None);
+    for n in 0..fans {
+        let join = Command::JoinQueue {
+            customer: customer(&format!("queued{n}")),
+        };
+        decide_and_apply(&mut room, event_id(), &join, onsale(), None).unwrap();
+    }
+    let events = decide(room.as_ref(), event_id(), &Command::AdvanceQueue { seed: 1 }, onsale()).unwrap();
+    let available = u64::from(state.counts.available);
+    let largest = u64::from(largest_order(state, venue));
+    let expected = if largest == 0 {
+        0
+    } else {
+        available.div_ceil(largest).min(fans)
+    };
+    prop_assert_eq!(admitted(&events).len() as u64, expected, "admitted from {:?}", venue);
+    let sold_out = events.iter().any(|e| matches!(e, Event::Queue(QueueEvent::SoldOut(_))));
+    prop_assert_eq!(
+        sold_out,
+        state.counts.available == 0 && state.counts.held == 0,
+        "sold out with {:?}",
+        state.counts
+    );
+    Ok(())
+}
+
 /// One order of the sale: best-available (plain, accessible or on an aisle), a zone's places,
 /// or explicit seats.
 #[derive(Debug, Clone)]
@@ -529,6 +565,7 @@ proptest! {
             check_explicit(&state, &venue, pick)?;
         }
         check_sellable(&state, &venue)?;
+        check_waiting_room(&state, &venue, 8)?;
     }
 
     /// Orders of every kind until nothing sells: after each, the rules hold on the new map; a fan
@@ -596,6 +633,21 @@ proptest! {
         let s = state.as_ref().unwrap();
         prop_assert_eq!(s.counts.available, 0, "every free seat sold: {:?}", free_rows(s));
         prop_assert!(sellable(s).is_empty());
+        check_waiting_room(s, &venue, 3)?;
+        // Every hold paid: nothing can come back, so the event is sold out.
+        let holds: Vec<ReservationId> = s
+            .reservations
+            .values()
+            .filter(|r| r.status == ReservationStatus::Held)
+            .map(|r| r.id)
+            .collect();
+        for id in holds {
+            let paid = paid_in_full(state.as_ref().unwrap(), id, id);
+            decide_and_apply(&mut state, event_id(), &paid, onsale(), None).unwrap();
+        }
+        let s = state.as_ref().unwrap();
+        prop_assert_eq!(s.counts.held, 0);
+        check_waiting_room(s, &venue, 3)?;
     }
 }
 

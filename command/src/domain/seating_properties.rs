@@ -861,3 +861,27 @@ fn a_zone_of_one_place_sells_one_order_of_one() {
     assert!(sellable(&state).is_empty());
     assert_eq!(hold(&state, zone(1)), Err(Rejection::ZoneSoldOut(section("FLOOR"))));
 }
+
+/// An organizer may keep places of a zone back (a guest list) by their ids: a fan's count skips
+/// them, and they are not sellable until returned.
+#[test]
+fn withheld_places_of_a_zone_are_not_sold() {
+    let mut venue = drawn(&[("x", plain())], 3, false);
+    venue.zone[0] = Seat::Withheld;
+    venue.zone[2] = Seat::Withheld;
+    let state = venue.state();
+    let zone = |count| SeatSelection::Zone {
+        zone: section("FLOOR"),
+        count,
+    };
+    assert_eq!(sellable(&state).largest(), 1);
+    assert_eq!(hold(&state, zone(1)), Ok(ids(&["FLOOR-GA-2"])));
+    assert_eq!(
+        hold(&state, zone(2)),
+        Err(Rejection::NotEnoughPlaces {
+            zone: section("FLOOR"),
+            asked: 2,
+            available: 1
+        })
+    );
+}

@@ -885,3 +885,48 @@ fn withheld_places_of_a_zone_are_not_sold() {
         })
     );
 }
+
+/// Sellable sizes look at every section and zone, and stop at the order limit.
+#[test]
+fn sellable_sizes_span_every_section_and_stop_at_the_order_limit() {
+    use frontrow_schema::testsuite::{seat_map, seated, standing};
+    let map = seat_map(
+        &[("STD", "Standard", 4000), ("GA", "Standing", 2000)],
+        vec![
+            seated("A", "Front", &[("1", 3, "STD")]),
+            seated("B", "Back", &[("1", 2, "STD"), ("2", 9, "STD")]),
+            standing("FLOOR", "Floor", 2, "GA"),
+        ],
+    );
+    let info = EventScheduled {
+        max_seats_per_order: 4,
+        ..test_support::info(event_id(), map)
+    };
+    let mut state = None;
+    apply(&mut state, &Event::EventScheduled(info), None);
+    let hold_all = |state: &mut Option<EventState>, n: u128, seats: &[&str]| {
+        let event = Event::SeatsReserved(SeatsReserved {
+            reservation_id: rid(n),
+            customer: customer("earlier"),
+            seats: ids(seats),
+            hold_until: onsale() + Duration::minutes(10),
+            amount: eur(0),
+            admission_ticket: None,
+        });
+        apply(state, &event, None);
+    };
+    assert_eq!(
+        sellable(state.as_ref().unwrap()).largest(),
+        4,
+        "row B-2 holds 9, orders stop at 4"
+    );
+    let row_b2: Vec<String> = (1..=9).map(|n| format!("B-2-{n}")).collect();
+    hold_all(&mut state, 1, &row_b2.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(sellable(state.as_ref().unwrap()).largest(), 3, "row A-1");
+    hold_all(&mut state, 2, &["A-1-2"]);
+    assert_eq!(sellable(state.as_ref().unwrap()).largest(), 2, "row B-1, or the zone");
+    hold_all(&mut state, 3, &["B-1-1", "FLOOR-GA-2"]);
+    let s = state.as_ref().unwrap();
+    assert_eq!(sellable(s).largest(), 1, "lone seats and one place");
+    assert_eq!(s.counts.available, 4);
+}

@@ -315,6 +315,7 @@ impl LiveEvent {
             available: counts.available,
             held: counts.held,
             booked: counts.booked,
+            withheld: counts.withheld,
         })
     }
 
@@ -544,5 +545,26 @@ mod tests {
         assert!(json.to_string().len() < 1000, "no letter per place: {json}");
         assert_eq!(event.zone(&SectionCode::parse("FLOOR").unwrap()), Some(zone.clone()));
         assert_eq!(event.zone(&SectionCode::parse("A").unwrap()), None);
+        assert!(
+            json["sections"][1]["standing"].get("withheld").is_none(),
+            "a zone with no place withheld reads as before"
+        );
+
+        // The organizer keeps two places back (a guest list): the zone's counts still add up to
+        // its capacity.
+        event.apply(
+            &Event::SeatsWithheld(SeatsWithheld {
+                seats: vec!["FLOOR-GA-4".parse().unwrap(), "FLOOR-GA-5".parse().unwrap()],
+                label: "guest list".into(),
+                request: None,
+            }),
+            at(3),
+        );
+        let map = event.availability();
+        let zone = map.sections[1].standing.as_ref().unwrap();
+        assert_eq!((zone.available, zone.held, zone.booked, zone.withheld), (4995, 2, 1, 2));
+        assert_eq!(zone.available + zone.held + zone.booked + zone.withheld, zone.capacity);
+        let json = serde_json::to_value(&map).unwrap();
+        assert_eq!(json["sections"][1]["standing"]["withheld"], 2);
     }
 }

@@ -106,7 +106,8 @@ pub struct SectionAvailability {
     pub standing: Option<ZoneAvailability>,
 }
 
-/// How many places of a standing zone are in each state; they add up to `capacity`.
+/// How many places of a standing zone are in each state; they add up to `capacity`
+/// (`withheld` counted as 0 when absent).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ZoneAvailability {
     #[schema(value_type = String, example = "FLOOR")]
@@ -119,6 +120,14 @@ pub struct ZoneAvailability {
     pub available: u32,
     pub held: u32,
     pub booked: u32,
+    /// Places the organizer keeps out of the sale (a guest list); absent when none are, so a
+    /// zone's counts read as they did before organizer holds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub withheld: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]

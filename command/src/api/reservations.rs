@@ -47,7 +47,8 @@ pub struct BestAvailable {
     /// A block holding a wheelchair space with a companion seat next to it (`count` at least 2).
     #[serde(default)]
     pub accessible: bool,
-    /// Prefer a block that holds an aisle seat (any block when none is left).
+    /// Prefer a block that holds an aisle seat (any block when none is left; under the
+    /// no-orphan rule, only among the blocks that leave no single seat alone).
     #[serde(default)]
     pub aisle: bool,
 }

@@ -6,9 +6,10 @@
 //! companion seat, count 4 is those two and the two seats beside them. `aisle: true` prefers a
 //! block that holds an aisle seat, and takes any block when no such one is left. An order that
 //! does not ask for an accessible block gets wheelchair spaces and companion seats only when no
-//! other block of its size is left in the section. The blocks are ranked with the no-orphan
-//! rule's ranking (see [`super::orphans`]); this module says which seats of a row carry which
-//! attribute.
+//! other block of its size is left in the section. Both preferences give way to the no-orphan
+//! rule: a block that leaves a seat alone is taken only when every block the order may take
+//! does. The blocks are ranked with the no-orphan rule's ranking (see [`super::orphans`]); this
+//! module says which seats of a row carry which attribute.
 
 use frontrow_schema::seatmap::SeatAttributes;
 use frontrow_schema::*;

@@ -44,6 +44,8 @@ mod orphan_tests;
 #[cfg(test)]
 mod queue_tests;
 #[cfg(test)]
+mod seating_properties;
+#[cfg(test)]
 mod test_support;
 #[cfg(test)]
 mod tests;

@@ -7,18 +7,20 @@
 //! default; the organizer's `allow_orphan_seats` turns it off):
 //!
 //! - best-available ([`best_block`]) ranks every block of `count` free adjacent seats of the
-//!   section by, in this order, after the seat attributes' two rankings (wheelchair spaces kept
-//!   for accessible orders, an aisle seat for orders that ask for one; see
-//!   [`super::attributes`]): (1) it strands no seat that was not alone already, (2) front
-//!   row first, (3) the fewest free runs of odd length left in its row (an even run sells to
-//!   its last seat in pairs, the commonest order), (4) closest to the row's centre, (5) the
-//!   leftmost. A block that strands a seat is taken only when no block of the section avoids it;
+//!   section by, in this order: (1) it strands no seat that was not alone already; then the
+//!   seat attributes' two rankings (wheelchair spaces kept for accessible orders, an aisle seat
+//!   for orders that ask for one; see [`super::attributes`]); (2) front row first, (3) the
+//!   fewest free runs of odd length left in its row (an even run sells to its last seat in
+//!   pairs, the commonest order), (4) closest to the row's centre, (5) the leftmost. A block
+//!   that strands a seat is taken only when no block of the section avoids it, whatever its
+//!   seats are;
 //! - an explicit selection ([`stranded_by`]) that would leave a seat alone that was not is
 //!   refused, unless no selection of as many seats from the same row would avoid it. Seats
 //!   picked side by side are compared with the other blocks of that size in the row (a group
 //!   sitting together is never pushed apart); scattered seats with any seats of the row.
 //!
-//! With the rule off, best-available is (2), (4), (5) alone and explicit seats are not checked.
+//! With the rule off, best-available is the attributes' rankings, (2), (4) and (5), and explicit
+//! seats are not checked.
 //! [`sellable`] says which order sizes can still be sold; the waiting room admits fans and
 //! declares the event sold out from it. Nothing here does I/O or keeps state of its own.
 
@@ -86,13 +88,14 @@ pub fn sellable(state: &EventState) -> OrderSizes {
 /// How a candidate block leaves its row; the smallest rank is the best block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Rank {
+    /// It leaves a free seat alone that was not (rule on only). First: no preference of a
+    /// block's seats is worth a seat nobody can sell next to.
+    strands: bool,
     /// An order that did not ask for an accessible block would take a wheelchair space or a
     /// companion seat.
     takes_accessible: bool,
     /// The order asked for an aisle and the block has no aisle seat.
     no_aisle: bool,
-    /// It leaves a free seat alone that was not (rule on only).
-    strands: bool,
     /// The row's place in the section, front first.
     row: usize,
     /// Free runs of odd length in the row after the block (rule on only).
@@ -111,11 +114,12 @@ impl Rank {
 }
 
 /// The best `count` free adjacent seats among `rows` (a section's rows, front to back) that meet
-/// `needs`, ranked as the module says, after two rankings of [`super::attributes`]: an order that
-/// did not ask for an accessible block first avoids wheelchair spaces and companion seats, and an
-/// order that asked for an aisle first takes a block with an aisle seat. An accessible order only
-/// takes blocks that hold a wheelchair space next to its companion seat. `no_orphans` is the
-/// event's rule. `None` when no row has such a block.
+/// `needs`, ranked as the module says, with two rankings of [`super::attributes`] right after
+/// the no-orphan rule's first: among the blocks that strand nothing (or, when none does, among
+/// all), an order that did not ask for an accessible block avoids wheelchair spaces and
+/// companion seats, and an order that asked for an aisle takes a block with an aisle seat. An
+/// accessible order only takes blocks that hold a wheelchair space next to its companion seat.
+/// `no_orphans` is the event's rule. `None` when no row has such a block.
 pub(super) fn best_block(
     state: &EventState,
     rows: &[RowSpan],

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::http1::Client;
-use crate::load::{Job, Outcome, classify};
-use crate::workload::{Kind, Race, Won};
+use crate::load::{Job, Outcome};
+use crate::workload::{Kind, Payer, Race, Won, pay_job};
 
 /// A race on the lean client: the race's target, tokens and log, `http`'s connections.
 #[derive(Clone)]
@@ -70,14 +70,11 @@ impl LeanRace {
 
     /// Pays the acknowledged reservations, request `i` paying `won[i]` (as [`Race::pay`]).
     pub fn pay(&self, won: Arc<Vec<Won>>) -> Job {
-        let this = self.clone();
-        Arc::new(move |i| {
-            let this = this.clone();
-            let won = won[i as usize % won.len()].clone();
-            Box::pin(async move { this.pay_one(&won).await })
-        })
+        pay_job(self, won)
     }
+}
 
+impl Payer for LeanRace {
     async fn pay_one(&self, won: &Won) -> Outcome {
         let bearer = format!("Bearer {}", self.race.tokens[won.customer]);
         let request = match self.race.kind {
@@ -103,23 +100,6 @@ impl LeanRace {
         let Ok(answer) = serde_json::from_slice::<Value>(&body) else {
             return Outcome::Error;
         };
-        let booked = match self.race.kind {
-            Kind::Frontrow => answer["outcome"] == "booked",
-            _ => answer["status"] == "booked",
-        };
-        let outcome = classify(status, &[200], &[409]);
-        if outcome == Outcome::Ok && booked {
-            self.race
-                .log
-                .paid
-                .lock()
-                .expect("race log")
-                .insert(won.reservation.clone());
-            Outcome::Ok
-        } else if outcome == Outcome::Ok {
-            Outcome::Error
-        } else {
-            outcome
-        }
+        self.race.record_payment(won, status, &answer)
     }
 }

@@ -159,14 +159,44 @@ impl Race {
 
     /// Pays the acknowledged reservations, request `i` paying `won[i]`.
     pub fn pay(&self, won: Arc<Vec<Won>>) -> Job {
-        let race = self.clone();
-        Arc::new(move |i| {
-            let race = race.clone();
-            let won = won[i as usize % won.len()].clone();
-            Box::pin(async move { race.pay_one(&won).await })
-        })
+        pay_job(self, won)
     }
 
+    /// Classifies a payment's answer and logs the reservation as paid when it was booked
+    /// (whichever client sent the request).
+    pub(crate) fn record_payment(&self, won: &Won, status: u16, answer: &Value) -> Outcome {
+        let booked = match self.kind {
+            Kind::Frontrow => answer["outcome"] == "booked",
+            _ => answer["status"] == "booked",
+        };
+        let outcome = classify(status, &[200], &[409]);
+        if outcome == Outcome::Ok && booked {
+            self.log.paid.lock().expect("race log").insert(won.reservation.clone());
+            Outcome::Ok
+        } else if outcome == Outcome::Ok {
+            Outcome::Error
+        } else {
+            outcome
+        }
+    }
+}
+
+/// A client that pays one acknowledged reservation: the race's own (reqwest) or the lean one.
+pub(crate) trait Payer: Clone + Send + Sync + 'static {
+    fn pay_one(&self, won: &Won) -> impl Future<Output = Outcome> + Send;
+}
+
+/// The job that pays the acknowledged reservations through `payer`, request `i` paying `won[i]`.
+pub(crate) fn pay_job<P: Payer>(payer: &P, won: Arc<Vec<Won>>) -> Job {
+    let payer = payer.clone();
+    Arc::new(move |i| {
+        let payer = payer.clone();
+        let won = won[i as usize % won.len()].clone();
+        Box::pin(async move { payer.pay_one(&won).await })
+    })
+}
+
+impl Payer for Race {
     async fn pay_one(&self, won: &Won) -> Outcome {
         let token = &self.tokens[won.customer];
         let request = match self.kind {
@@ -188,19 +218,7 @@ impl Race {
         let Ok(answer) = res.json::<Value>().await else {
             return Outcome::Error;
         };
-        let booked = match self.kind {
-            Kind::Frontrow => answer["outcome"] == "booked",
-            _ => answer["status"] == "booked",
-        };
-        let outcome = classify(status, &[200], &[409]);
-        if outcome == Outcome::Ok && booked {
-            self.log.paid.lock().expect("race log").insert(won.reservation.clone());
-            Outcome::Ok
-        } else if outcome == Outcome::Ok {
-            Outcome::Error
-        } else {
-            outcome
-        }
+        self.record_payment(won, status, &answer)
     }
 }
 

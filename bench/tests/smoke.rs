@@ -179,20 +179,28 @@ async fn the_smoke_run_with_the_postgresql_and_redis_baselines() {
     );
 }
 
-/// Scenario 3 as the full run does it: the real `frontrow serve` binary in a child process
-/// (the one `cargo test --workspace` builds beside this test), the crowd's checks read from
-/// the child's journal once it has stopped, and no process left behind.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the frontrow binary (cargo test --workspace builds it): run the README's test command"]
-async fn the_flash_crowd_against_frontrow_serve_in_a_child_process() {
+/// Runs scenario `scenario` at smoke size against the real `frontrow serve` binary in a child
+/// process (the one `cargo test --workspace` builds beside this test); the config comes back
+/// with the results, for the sizes it asked for.
+async fn run_in_a_child(scenario: &str) -> (Config, frontrow_bench::Results) {
     let out = tempfile::tempdir().unwrap();
     let mut config = Config {
         out_dir: out.path().to_path_buf(),
-        scenarios: vec!["3".into()],
+        scenarios: vec![scenario.into()],
         ..Config::smoke()
     };
     config.flash.frontrow_bin = Some(frontrow_bench::child::default_binary().unwrap());
     let (results, _, _) = run_and_report(&config).await.unwrap();
+    (config, results)
+}
+
+/// Scenario 3 as the full run does it: the real `frontrow serve` binary in a child process
+/// ([`run_in_a_child`]), the crowd's checks read from the child's journal once it has stopped,
+/// and no process left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the frontrow binary (cargo test --workspace builds it): run the README's test command"]
+async fn the_flash_crowd_against_frontrow_serve_in_a_child_process() {
+    let (config, results) = run_in_a_child("3").await;
     assert!(results.checks.is_empty(), "only scenario 3 ran: {:?}", results.checks);
     let joins = results
         .find("3-flash-crowd", "frontrow", "queue join (ramp)")
@@ -226,14 +234,7 @@ async fn the_flash_crowd_against_frontrow_serve_in_a_child_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the frontrow binary (cargo test --workspace builds it): run the README's test command"]
 async fn the_catalogue_survives_both_restarts_and_is_loaded_when_ready() {
-    let out = tempfile::tempdir().unwrap();
-    let mut config = Config {
-        out_dir: out.path().to_path_buf(),
-        scenarios: vec!["7".into()],
-        ..Config::smoke()
-    };
-    config.flash.frontrow_bin = Some(frontrow_bench::child::default_binary().unwrap());
-    let (results, _, _) = run_and_report(&config).await.unwrap();
+    let (config, results) = run_in_a_child("7").await;
     let cat = results.catalogue.as_ref().expect("scenario 7 ran");
     let events = config.catalogue.events as u64;
     assert_eq!(cat["events"], events, "{cat}");

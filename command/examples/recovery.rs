@@ -75,23 +75,14 @@ async fn generate(journal: &dyn Journal, total: usize) {
             state = None;
             event_id = EventId::new();
             let info = EventScheduled {
-                event_id,
                 organizer: OrganizerId::parse("bench").unwrap(),
                 title: "Recovery".into(),
                 artist: "The Replayers".into(),
                 venue: "Arena".into(),
                 city: "Delft".into(),
-                tags: vec![],
-                aliases: vec![],
-                starts_at: now + Duration::days(30),
-                onsale_at: now - Duration::minutes(1),
-                hold_minutes: HoldMinutes::DEFAULT,
-                max_seats_per_order: 4,
-                max_seats_per_customer: None,
                 // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
                 allow_orphan_seats: true,
-                currency: Currency::parse("EUR").unwrap(),
-                seat_map: arena(),
+                ..testsuite::sample_event(event_id, now - Duration::minutes(1), arena())
             };
             push(&mut state, event_id, Command::Schedule(Box::new(info)), &mut records);
         }

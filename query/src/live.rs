@@ -352,6 +352,7 @@ impl LiveEvent {
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};
+    use frontrow_schema::testsuite;
     use frontrow_schema::*;
 
     use super::*;
@@ -360,26 +361,12 @@ mod tests {
         Position { partition: 0, offset }
     }
 
+    /// The schema's sample event on the integration tests' small map: A (4 GOLD, 3 STD) and
+    /// B (2 STD), on sale from 1 March 2026.
     fn scheduled() -> EventScheduled {
-        EventScheduled {
-            event_id: EventId::new(),
-            organizer: OrganizerId::parse("acme").unwrap(),
-            title: "Night".into(),
-            artist: "Band".into(),
-            venue: "Hall".into(),
-            city: "Lyon".into(),
-            tags: vec![],
-            aliases: vec![],
-            starts_at: Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap(),
-            onsale_at: Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap(),
-            hold_minutes: HoldMinutes::DEFAULT,
-            max_seats_per_order: 6,
-            max_seats_per_customer: None,
-            allow_orphan_seats: false,
-            currency: Currency::parse("EUR").unwrap(),
-            // The integration tests' small map: A (4 GOLD, 3 STD) and B (2 STD).
-            seat_map: serde_json::from_str(include_str!("../tests/query/small_map.json")).unwrap(),
-        }
+        let onsale = Utc.with_ymd_and_hms(2026, 3, 1, 10, 0, 0).unwrap();
+        let seat_map = serde_json::from_str(include_str!("../tests/query/small_map.json")).unwrap();
+        testsuite::sample_event(EventId::new(), onsale, seat_map)
     }
 
     fn seats(ids: &[&str]) -> Vec<SeatId> {

@@ -9,8 +9,7 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use frontrow_schema::{
-    Currency, CustomerId, Event, EventId, EventScheduled, HoldMinutes, Money, OrganizerId, ReservationId, SeatId,
-    SeatMap, SeatsReserved,
+    Currency, CustomerId, Event, EventId, EventScheduled, Money, ReservationId, SeatId, SeatMap, SeatsReserved,
 };
 
 use crate::index::EventDoc;
@@ -618,26 +617,16 @@ pub const QUERY_CLASSES: &[QueryClass] = &[
     },
 ];
 
-/// An event of `seat_map`: "Night" by "Band" at "Hall", Lyon, on 1 June 2027 (on sale from
-/// 1 March), in EUR, up to 6 seats an order. A test changes what it needs with `..scheduled()`.
+/// An event of `seat_map`: the schema's sample event, but "Night" by "Band" on 1 June 2027 (on
+/// sale from 1 March), up to 6 seats an order. A test changes what it needs with `..scheduled()`.
 pub fn scheduled(event_id: EventId, seat_map: SeatMap) -> EventScheduled {
+    let onsale = Utc.with_ymd_and_hms(2027, 3, 1, 10, 0, 0).unwrap();
     EventScheduled {
-        event_id,
-        organizer: OrganizerId::parse("acme").expect("a valid organizer id"),
         title: "Night".into(),
         artist: "Band".into(),
-        venue: "Hall".into(),
-        city: "Lyon".into(),
-        tags: vec![],
-        aliases: vec![],
         starts_at: Utc.with_ymd_and_hms(2027, 6, 1, 20, 0, 0).unwrap(),
-        onsale_at: Utc.with_ymd_and_hms(2027, 3, 1, 10, 0, 0).unwrap(),
-        hold_minutes: HoldMinutes::DEFAULT,
         max_seats_per_order: 6,
-        max_seats_per_customer: None,
-        allow_orphan_seats: false,
-        currency: Currency::parse("EUR").expect("a valid currency"),
-        seat_map,
+        ..frontrow_schema::testsuite::sample_event(event_id, onsale, seat_map)
     }
 }
 

@@ -154,7 +154,7 @@ impl Node {
         command
             .env(
                 "FRONTROW_LOG",
-                "warn,sqlx=error,librdkafka=error,rdkafka=error,frontrow_command::ownership=info",
+                "warn,sqlx=error,librdkafka=error,rdkafka=error,frontrow_command::ownership=info,frontrow_command::writer=info",
             )
             .arg("--config")
             .arg(&self.config)

@@ -122,6 +122,10 @@ fn kafka_err(e: KafkaError) -> JournalError {
     JournalError::Storage(format!("kafka: {e}"))
 }
 
+/// How long a read waits at a time for its first record before it looks whether the consumer
+/// has passed the end already (over transaction markers only).
+const MARKER_STEP: Duration = Duration::from_millis(20);
+
 fn consumer(brokers: &str, isolation: &str) -> Result<BaseConsumer, JournalError> {
     ClientConfig::new()
         .set("bootstrap.servers", brokers)
@@ -565,9 +569,21 @@ impl Inner {
         // brokers down") come out of poll one at a time long after the brokers are back; librdkafka
         // reconnects by itself. Such an error fails the read only if no record arrives in time.
         let mut error = None;
+        let position = |consumer: &BaseConsumer| {
+            consumer.position().ok().and_then(|tpl| {
+                match tpl.find_partition(&self.settings.topic, partition as i32)?.offset() {
+                    KafkaOffset::Offset(o) if o >= 0 => Some(o as Offset),
+                    _ => None,
+                }
+            })
+        };
         while records.len() < max {
+            let now = Instant::now();
+            // While nothing has come, wait in short steps: the stretch up to the end may hold
+            // only transaction markers (a writer's tail after its snapshot starts with its last
+            // commit's), which the consumer passes over without returning anything.
             let wait = if records.is_empty() {
-                deadline.saturating_duration_since(Instant::now())
+                deadline.saturating_duration_since(now).min(MARKER_STEP)
             } else {
                 Duration::ZERO
             };
@@ -580,6 +596,9 @@ impl Inner {
                 }),
                 Some(Err(e)) if records.is_empty() && Instant::now() < deadline => error = Some(e),
                 Some(Err(e)) if records.is_empty() => return Err(kafka_err(e)),
+                None if records.is_empty()
+                    && Instant::now() < deadline
+                    && position(&reader.consumer).is_none_or(|at| at < known_end) => {}
                 Some(Err(_)) | None => break,
             }
         }
@@ -589,12 +608,7 @@ impl Inner {
         {
             return Err(kafka_err(e));
         }
-        let position = reader.consumer.position().ok().and_then(|tpl| {
-            match tpl.find_partition(&self.settings.topic, partition as i32)?.offset() {
-                KafkaOffset::Offset(o) if o >= 0 => Some(o as Offset),
-                _ => None,
-            }
-        });
+        let position = position(&reader.consumer);
         let next = [Some(from), records.last().map(|r| r.offset + 1), position]
             .into_iter()
             .flatten()

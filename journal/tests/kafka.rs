@@ -149,3 +149,34 @@ async fn cloudevents_travel_with_their_attributes_as_headers() {
     assert_eq!(get("ce_subject"), Some("x"));
     assert!(seen[1].is_empty(), "a value that is not a CloudEvent gets no headers");
 }
+
+/// The tail a writer reads after its snapshot starts with its last commit's marker, which a
+/// `read_committed` consumer passes over without returning anything: a read of markers only
+/// comes back empty at the end, and it does not wait out the first-record timeout for a
+/// record that cannot come (the time is printed, not checked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn a_read_of_markers_only_ends_at_the_end() {
+    let topic = format!("frontrow.test.markers.{}", uuid::Uuid::new_v4().simple());
+    let writer = connect(&topic, 1).await;
+    writer.claim(0).await.unwrap();
+    let offsets = writer.append(0, vec![rec("one")]).await.unwrap();
+    assert_eq!(offsets, [0]);
+    // The commit marker follows the record, written just after the commit returns.
+    let mut end = writer.end_offset(0).await.unwrap();
+    for _ in 0..100 {
+        if end > 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        end = writer.end_offset(0).await.unwrap();
+    }
+    assert!(end > 1, "no commit marker after the record: end {end}");
+
+    let reader = connect(&topic, 1).await;
+    let started = std::time::Instant::now();
+    let batch = reader.read(0, 1, 100).await.unwrap();
+    eprintln!("a read of markers only took {:?}", started.elapsed());
+    assert!(batch.records.is_empty());
+    assert_eq!(batch.next, end);
+}

@@ -488,14 +488,21 @@ async fn a_node_slowed_by_a_saturated_machine_keeps_its_partitions() {
         let client = client.clone();
         async move { total(&client, &base, "frontrow_rebalances_total").await }
     };
-    let before = (
-        owned(a.base.clone()).await,
-        owned(b.base.clone()).await,
-        rebalances(a.base.clone()).await,
-        rebalances(b.base.clone()).await,
-    );
-    assert_eq!(before.0 + before.1, 4.0, "A and B share the 4 partitions");
-    assert!(before.1 > 0.0, "B owns a partition");
+    let state = || async {
+        (
+            owned(a.base.clone()).await,
+            owned(b.base.clone()).await,
+            rebalances(a.base.clone()).await,
+            rebalances(b.base.clone()).await,
+            status(&client, &format!("{}/ready", a.base)).await,
+            status(&client, &format!("{}/ready", b.base)).await,
+        )
+    };
+    // The event's partition is served; the group may still be acquiring the others.
+    let settled = |&(oa, ob, ra, rb, ready_a, ready_b): &(f64, f64, f64, f64, u16, u16)| {
+        (oa + ob == 4.0 && oa > 0.0 && ob > 0.0 && ready_a == 200 && ready_b == 200).then_some((oa, ob, ra, rb))
+    };
+    let before = wait_until(SERVED, "A and B both ready, sharing the 4 partitions", state, settled).await;
 
     let renice = Command::new("renice")
         .args(["-n", "10", "-p", &b.child.id().to_string()])
@@ -536,13 +543,12 @@ async fn a_node_slowed_by_a_saturated_machine_keeps_its_partitions() {
     let spins: u64 = hogs.into_iter().map(|h| h.join().unwrap()).sum();
     eprintln!("answers (through B, status) -> count: {answers:?}; {spins} spins");
 
-    let after = (
-        owned(a.base.clone()).await,
-        owned(b.base.clone()).await,
-        rebalances(a.base.clone()).await,
-        rebalances(b.base.clone()).await,
+    let (oa, ob, ra, rb, ..) = state().await;
+    assert_eq!(
+        (oa, ob, ra, rb),
+        before,
+        "(owned A, owned B, rebalances A, rebalances B) moved"
     );
-    assert_eq!(after, before, "(owned A, owned B, rebalances A, rebalances B) moved");
     let served_by_b: u32 = answers
         .iter()
         .filter(|((through_b, status), _)| *through_b && matches!(status, 201 | 409))

@@ -322,6 +322,23 @@ fn best(count: u8, accessible: bool, aisle: bool) -> SeatSelection {
     }
 }
 
+/// `count` places of the venue's standing zone.
+fn floor(count: u8) -> SeatSelection {
+    SeatSelection::Zone {
+        zone: section("FLOOR"),
+        count,
+    }
+}
+
+/// The refusal of `asked` places from the standing zone when `available` are left.
+fn not_enough_places(asked: u8, available: u32) -> Rejection {
+    Rejection::NotEnoughPlaces {
+        zone: section("FLOOR"),
+        asked,
+        available,
+    }
+}
+
 /// The largest order the event can sell, by brute force: the longest free run of a row, or the
 /// free places of a zone, at most an order.
 fn largest_order(state: &EventState, venue: &Venue) -> u8 {
@@ -478,15 +495,7 @@ fn check_sellable(state: &EventState, venue: &Venue) -> Result<(), TestCaseError
     prop_assert_eq!(sizes.is_empty(), state.counts.available == 0);
     for k in 1..=MAX_ORDER {
         let seated = hold(state, best(k, false, false)).is_ok();
-        let zone = !venue.zone.is_empty()
-            && hold(
-                state,
-                SeatSelection::Zone {
-                    zone: section("FLOOR"),
-                    count: k,
-                },
-            )
-            .is_ok();
+        let zone = !venue.zone.is_empty() && hold(state, floor(k)).is_ok();
         prop_assert_eq!(sizes.contains(k), seated || zone, "size {} of {:?}", k, venue);
     }
     Ok(())
@@ -588,7 +597,7 @@ proptest! {
             }
             let selection = match orders.next().unwrap() {
                 Order::Best { count, accessible, aisle } => best(count, accessible, aisle),
-                Order::Zone(count) => SeatSelection::Zone { zone: section("FLOOR"), count },
+                Order::Zone(count) => floor(count),
                 Order::Pick(picks) => {
                     let rows = free_rows(s);
                     let ids: Vec<SeatId> = picks
@@ -622,7 +631,7 @@ proptest! {
                 let fallback = if hold(s, best(largest, false, false)).is_ok() {
                     best(largest, false, false)
                 } else {
-                    SeatSelection::Zone { zone: section("FLOOR"), count: largest }
+                    floor(largest)
                 };
                 let done = decide_and_apply(&mut state, event_id(), &command(fallback), onsale(), None);
                 prop_assert!(done.is_ok(), "the largest sellable order {} failed: {:?}", largest, done);
@@ -841,25 +850,14 @@ fn a_selection_over_two_rows_is_judged_row_by_row() {
 #[test]
 fn a_zone_of_one_place_sells_one_order_of_one() {
     let mut venue = drawn(&[("x", plain())], 1, false);
-    let zone = |count| SeatSelection::Zone {
-        zone: section("FLOOR"),
-        count,
-    };
     let state = venue.state();
     assert_eq!(sellable(&state).largest(), 1);
-    assert_eq!(
-        hold(&state, zone(2)),
-        Err(Rejection::NotEnoughPlaces {
-            zone: section("FLOOR"),
-            asked: 2,
-            available: 1
-        })
-    );
-    assert_eq!(hold(&state, zone(1)), Ok(ids(&["FLOOR-GA-1"])));
+    assert_eq!(hold(&state, floor(2)), Err(not_enough_places(2, 1)));
+    assert_eq!(hold(&state, floor(1)), Ok(ids(&["FLOOR-GA-1"])));
     venue.zone[0] = Seat::Held;
     let state = venue.state();
     assert!(sellable(&state).is_empty());
-    assert_eq!(hold(&state, zone(1)), Err(Rejection::ZoneSoldOut(section("FLOOR"))));
+    assert_eq!(hold(&state, floor(1)), Err(Rejection::ZoneSoldOut(section("FLOOR"))));
 }
 
 /// An organizer may keep places of a zone back (a guest list) by their ids: a fan's count skips
@@ -870,20 +868,9 @@ fn withheld_places_of_a_zone_are_not_sold() {
     venue.zone[0] = Seat::Withheld;
     venue.zone[2] = Seat::Withheld;
     let state = venue.state();
-    let zone = |count| SeatSelection::Zone {
-        zone: section("FLOOR"),
-        count,
-    };
     assert_eq!(sellable(&state).largest(), 1);
-    assert_eq!(hold(&state, zone(1)), Ok(ids(&["FLOOR-GA-2"])));
-    assert_eq!(
-        hold(&state, zone(2)),
-        Err(Rejection::NotEnoughPlaces {
-            zone: section("FLOOR"),
-            asked: 2,
-            available: 1
-        })
-    );
+    assert_eq!(hold(&state, floor(1)), Ok(ids(&["FLOOR-GA-2"])));
+    assert_eq!(hold(&state, floor(2)), Err(not_enough_places(2, 1)));
 }
 
 /// Sellable sizes look at every section and zone, and stop at the order limit.

@@ -122,6 +122,9 @@ fn kafka_err(e: KafkaError) -> JournalError {
     JournalError::Storage(format!("kafka: {e}"))
 }
 
+/// The longest a read's seek waits for the topic's metadata (see [`Inner::read_blocking`]).
+const METADATA_HINT: Duration = Duration::from_secs(1);
+
 /// How long a read waits at a time for its first record before it looks whether the consumer
 /// has passed the end already (over transaction markers only).
 const MARKER_STEP: Duration = Duration::from_millis(20);
@@ -546,8 +549,12 @@ impl Inner {
             // A consumer learns a topic it was not told of on its next metadata scan, up to 1 s
             // after the assign (librdkafka's topic scan timer): on a failover that second is
             // most of the restore. Asking for the topic's metadata first makes the fetch start
-            // at once. It is only a hint: without it the fetch starts on the next scan.
-            if let Err(e) = reader.consumer.fetch_metadata(Some(&self.settings.topic), CALL_TIMEOUT) {
+            // at once. It is only a hint: without it the fetch starts on the next scan, so it
+            // is given no longer than that scan would take (a broker may be away).
+            if let Err(e) = reader
+                .consumer
+                .fetch_metadata(Some(&self.settings.topic), METADATA_HINT)
+            {
                 debug!(partition, error = %e, "no topic metadata before the assign");
             }
             let mut tpl = TopicPartitionList::new();

@@ -127,6 +127,10 @@ async fn metrics_after_an_onsale_match_the_clients_and_the_ledger() {
         sample(&lag, "frontrow_follower_lag_seconds", &[("reader", "ledger")]),
         0.0
     );
+    assert!(
+        !lag.contains("reader=\"follower\""),
+        "a lag series under no reader's name"
+    );
     for reader in ["query", "search", "ledger"] {
         for metric in ["frontrow_follower_lag_records", "frontrow_follower_lag_seconds"] {
             assert!(

@@ -139,7 +139,7 @@ pub async fn empty_batches_and_bad_partitions(h: &dyn Harness) {
 /// A watcher learns of appends; a follower returns every record once, in order.
 pub async fn followers_see_new_appends(h: &dyn Harness) {
     let j = h.open("followers_see_new_appends", 1).await;
-    let mut follower = crate::Follower::new(j.clone(), 0, 0, 2).unwrap();
+    let mut follower = crate::Follower::new(j.clone(), "conformance", 0, 0, 2).unwrap();
     let writer = {
         let j = j.clone();
         tokio::spawn(async move {

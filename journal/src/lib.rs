@@ -275,8 +275,10 @@ pub struct Follower {
 }
 
 impl Follower {
+    /// A follower of `partition` from `from`, reporting its lag as `reader` (`query`, `search`).
     pub fn new(
         journal: std::sync::Arc<dyn Journal>,
+        reader: &'static str,
         partition: u32,
         from: Offset,
         batch: usize,
@@ -288,14 +290,8 @@ impl Follower {
             next: from,
             end,
             batch: batch.max(1),
-            lag: LagMeter::new("follower", partition),
+            lag: LagMeter::new(reader, partition),
         })
-    }
-
-    /// Names this follower in the lag metric.
-    pub fn named(mut self, reader: &'static str) -> Self {
-        self.lag = LagMeter::new(reader, self.partition);
-        self
     }
 
     /// How many durable records are past this follower's position.

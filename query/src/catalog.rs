@@ -124,9 +124,8 @@ impl Catalog {
                 .end_offset(partition)
                 .await
                 .with_context(|| format!("reading the end of journal partition {partition}"))?;
-            let follower = Follower::new(journal.clone(), partition, 0, BATCH)
-                .with_context(|| format!("following journal partition {partition}"))?
-                .named("query");
+            let follower = Follower::new(journal.clone(), "query", partition, 0, BATCH)
+                .with_context(|| format!("following journal partition {partition}"))?;
             partitions.push(Partition {
                 events: RwLock::new(HashMap::new()),
                 applied: watch::Sender::new(0),

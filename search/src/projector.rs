@@ -196,7 +196,7 @@ pub async fn project_partition(
     }
     // Records before the stored position are replayed into memory only (seat states are not in
     // the index); from there on every batch is written.
-    let mut follower = Follower::new(journal, partition, 0, BATCH)?.named("search");
+    let mut follower = Follower::new(journal, "search", partition, 0, BATCH)?;
     let mut backoff = Duration::from_millis(50);
     loop {
         let records = match follower.next_batch().await {

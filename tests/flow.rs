@@ -362,6 +362,45 @@ async fn bad_input_gets_a_precise_problem_and_changes_nothing() {
     app.stop().await;
 }
 
+/// serde fills a struct from an array by position (`["b"]` for `{"customer": "b"}`); the API's
+/// objects are objects, at the top of a body and inside it, and such a body changes nothing.
+#[tokio::test]
+async fn an_array_where_an_object_belongs_is_refused_at_any_depth() {
+    let (app, event) = TestApp::spawn_with_event().await;
+    let before = ends(app.journal.as_ref()).await;
+    let as_customer = |path: &str, body: Value| {
+        let request = app.client.post(app.url(path)).bearer_auth(app.token("alice"));
+        send(request.header("idempotency-key", "positional").json(&body))
+    };
+    let tokens = |body: Value| send(app.client.post(app.url("/demo/tokens")).json(&body));
+    problem(tokens(json!(["b"])).await, 422, "invalid-body").await;
+    let reserve = format!("/events/{event}/reservations");
+    for body in [
+        json!([["A-1-1"], null, null, null, null]),
+        json!({"best_available": ["A", 2, false, false]}),
+    ] {
+        problem(as_customer(&reserve, body).await, 422, "invalid-body").await;
+    }
+    let rid = frontrow_schema::ReservationId::new();
+    let pay = json!([event, rid, "succeeded"]);
+    problem(as_customer("/demo/payments", pay).await, 422, "invalid-body").await;
+    // A section of the seat map, fields in order.
+    let mut body = app.event_body(Duration::zero());
+    let section = body["seat_map"]["sections"][0].clone();
+    body["seat_map"]["sections"][0] = json!([section["code"], section["name"], section["rows"], null]);
+    problem(app.create_event_with(ORGANIZER_KEY, &body).await, 422, "invalid-body").await;
+    assert_eq!(
+        ends(app.journal.as_ref()).await,
+        before,
+        "no positional body wrote anything"
+    );
+    // The same values as objects go through.
+    assert_eq!(tokens(json!({"customer": "b"})).await.status(), 200);
+    let res = as_customer(&reserve, json!({"best_available": {"section": "A", "count": 2}})).await;
+    assert_eq!(res.status(), 201);
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn availability_is_cacheable() {
     let (app, event) = TestApp::spawn_with_event().await;

@@ -8,16 +8,18 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use crate::Problem;
+use crate::strict::StrictBody;
 
-/// A JSON body; a malformed, mistyped, oversized or non-JSON body is a problem.
+/// A JSON body; a malformed, mistyped, oversized or non-JSON body is a problem. A struct, at any
+/// depth, is read only from an object: an array in its place is mistyped (see [`crate::strict`]).
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = Problem;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(Self(v)),
+        match axum::Json::<StrictBody<T>>::from_request(req, state).await {
+            Ok(axum::Json(StrictBody(v))) => Ok(Self(v)),
             Err(e) => Err(json_problem(e)),
         }
     }

@@ -16,6 +16,7 @@ pub mod limits;
 pub mod observe;
 pub mod openapi;
 mod problem;
+pub mod strict;
 
 pub use conditional::none_match;
 pub use extract::{ApiBytes, ApiJson, ApiPath, ApiQuery};

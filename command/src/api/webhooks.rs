@@ -61,7 +61,7 @@ pub(super) async fn payment_webhook(
         state.webhook_tolerance_secs,
     )
     .map_err(|e| Problem::bad_request("bad-signature", e.to_string()))?;
-    let event: ProviderEvent = serde_json::from_slice(&body)
+    let event: ProviderEvent = frontrow_http::strict::from_slice_strict(&body)
         .map_err(|e| Problem::bad_request("malformed-webhook", format!("not a provider event: {e}")))?;
     let intent = &event.data.object;
     let succeeded = match event.kind.as_str() {

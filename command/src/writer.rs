@@ -501,8 +501,9 @@ struct Writer {
     saving: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// The format of a partition snapshot's current version.
-const SNAPSHOT_VERSION: u32 = 1;
+/// The format of a partition snapshot's current version: the one the query side reads
+/// (`frontrow_schema::snapshot`), pinned by `tests/golden/partition_snapshot_v1.json`.
+const SNAPSHOT_VERSION: u32 = frontrow_schema::snapshot::PARTITION_SNAPSHOT_VERSION;
 /// How long a stopping writer waits for its last snapshot to be stored before it lets the
 /// store finish in the background.
 const SNAPSHOT_AT_STOP: Duration = Duration::from_secs(3);
@@ -516,6 +517,18 @@ struct PartitionSnapshot {
     /// Where reading continues after the snapshot.
     next: Offset,
     events: Vec<crate::domain::EventSnapshot>,
+}
+
+impl PartitionSnapshot {
+    /// The bytes the journal stores.
+    fn encode(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(self)
+    }
+
+    /// A snapshot read back from the journal (any version: the caller checks).
+    fn decode(bytes: &[u8]) -> serde_json::Result<Self> {
+        serde_json::from_slice(bytes)
+    }
 }
 
 /// A decided request waiting for its batch to be durable.
@@ -569,7 +582,7 @@ impl Writer {
         self.since_snapshot = 0;
         let end = self.journal.end_offset(self.partition).await?;
         let mut from = 0;
-        match snapshot.map(|bytes| serde_json::from_slice::<PartitionSnapshot>(&bytes)) {
+        match snapshot.map(|bytes| PartitionSnapshot::decode(&bytes)) {
             // A snapshot past the end of the log belongs to another log (a recreated topic).
             Some(Ok(snapshot)) if snapshot.next > end => {
                 warn!(
@@ -809,7 +822,7 @@ impl Writer {
         let stamped_ms = self.last_time.map(frontrow_schema::snapshot::ceil_millis);
         self.saving = Some(tokio::spawn(async move {
             // Encoded off the writer's task: appends go on while a large partition serialises.
-            let bytes = match tokio::task::spawn_blocking(move || serde_json::to_vec(&snapshot)).await {
+            let bytes = match tokio::task::spawn_blocking(move || snapshot.encode()).await {
                 Ok(Ok(bytes)) => bytes,
                 Ok(Err(e)) => return warn!(partition, error = %e, "snapshot not serialisable"),
                 Err(e) => return warn!(partition, error = %e, "snapshot encoding did not finish"),
@@ -1090,3 +1103,6 @@ impl Writer {
         })
     }
 }
+
+#[cfg(test)]
+mod golden;

@@ -46,7 +46,7 @@ mod queue_tests;
 #[cfg(test)]
 mod seating_properties;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

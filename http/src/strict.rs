@@ -59,10 +59,12 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for StrictSeed<S> {
     }
 }
 
-macro_rules! forward_plain {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-            self.0.$method(StrictVisitor::any(visitor))
+/// Each `deserialize_*` method hands its visitor on wrapped: as a struct's (`structure`, which
+/// refuses a sequence) or as anything else's (`any`).
+macro_rules! forward {
+    ($($method:ident($($arg:ident: $ty:ty),*) $wrap:ident;)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+            self.0.$method($($arg,)* StrictVisitor::$wrap(visitor))
         }
     )*};
 }
@@ -70,53 +72,20 @@ macro_rules! forward_plain {
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
     type Error = D::Error;
 
-    forward_plain! {
-        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
-        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
-        deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
-        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq deserialize_map
-        deserialize_identifier deserialize_ignored_any
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, D::Error> {
-        self.0.deserialize_unit_struct(name, StrictVisitor::any(visitor))
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, D::Error> {
-        self.0.deserialize_newtype_struct(name, StrictVisitor::any(visitor))
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, D::Error> {
-        self.0.deserialize_tuple(len, StrictVisitor::any(visitor))
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0.deserialize_tuple_struct(name, len, StrictVisitor::any(visitor))
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0
-            .deserialize_struct(name, fields, StrictVisitor::structure(visitor))
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.0.deserialize_enum(name, variants, StrictVisitor::any(visitor))
+    forward! {
+        deserialize_any() any; deserialize_bool() any; deserialize_i8() any; deserialize_i16() any;
+        deserialize_i32() any; deserialize_i64() any; deserialize_i128() any; deserialize_u8() any;
+        deserialize_u16() any; deserialize_u32() any; deserialize_u64() any; deserialize_u128() any;
+        deserialize_f32() any; deserialize_f64() any; deserialize_char() any; deserialize_str() any;
+        deserialize_string() any; deserialize_bytes() any; deserialize_byte_buf() any;
+        deserialize_option() any; deserialize_unit() any; deserialize_seq() any; deserialize_map() any;
+        deserialize_identifier() any; deserialize_ignored_any() any;
+        deserialize_unit_struct(name: &'static str) any;
+        deserialize_newtype_struct(name: &'static str) any;
+        deserialize_tuple(len: usize) any;
+        deserialize_tuple_struct(name: &'static str, len: usize) any;
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]) structure;
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]) any;
     }
 
     fn is_human_readable(&self) -> bool {

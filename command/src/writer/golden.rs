@@ -144,6 +144,23 @@ fn the_writer_writes_the_golden_snapshot_and_restores_the_same_state_from_it() {
     assert_eq!(restored.organizer_requests, state.organizer_requests);
 }
 
+/// How the query side sees a reservation of the writer's.
+fn standing(status: &ReservationStatus) -> ReservationStanding {
+    match status {
+        ReservationStatus::Held => ReservationStanding::Held,
+        ReservationStatus::Booked => ReservationStanding::Booked,
+        ReservationStatus::Released(_) => ReservationStanding::Released(serde::de::IgnoredAny),
+    }
+}
+
+fn name(standing: &ReservationStanding) -> &'static str {
+    match standing {
+        ReservationStanding::Held => "held",
+        ReservationStanding::Booked => "booked",
+        ReservationStanding::Released(_) => "released",
+    }
+}
+
 #[test]
 fn the_query_side_reads_the_same_seats_from_the_golden_snapshot() {
     let state = onsale_in_progress();
@@ -157,26 +174,12 @@ fn the_query_side_reads_the_same_seats_from_the_golden_snapshot() {
     let mut read: Vec<(Vec<u32>, &str)> = event
         .reservations
         .iter()
-        .map(|r| {
-            let standing = match r.status {
-                ReservationStanding::Held => "held",
-                ReservationStanding::Booked => "booked",
-                ReservationStanding::Released(_) => "released",
-            };
-            (r.seats.clone(), standing)
-        })
+        .map(|r| (r.seats.clone(), name(&r.status)))
         .collect();
     let mut kept: Vec<(Vec<u32>, &str)> = state
         .reservations
         .values()
-        .map(|r| {
-            let standing = match r.status {
-                ReservationStatus::Held => "held",
-                ReservationStatus::Booked => "booked",
-                ReservationStatus::Released(_) => "released",
-            };
-            (r.seats.clone(), standing)
-        })
+        .map(|r| (r.seats.clone(), name(&standing(&r.status))))
         .collect();
     read.sort();
     kept.sort();

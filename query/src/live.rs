@@ -236,19 +236,11 @@ impl LiveEvent {
     pub fn details(&self) -> EventDetails {
         let i = &self.info;
         EventDetails {
-            event_id: i.event_id,
-            title: i.title.clone(),
-            artist: i.artist.clone(),
-            venue: i.venue.clone(),
-            city: i.city.clone(),
-            starts_at: i.starts_at,
-            onsale_at: i.onsale_at,
-            currency: i.currency,
+            summary: self.summary(),
             hold_minutes: i.hold_minutes.minutes(),
             max_seats_per_order: i.max_seats_per_order,
             max_seats_per_customer: i.seats_per_customer(),
             allow_orphan_seats: i.allow_orphan_seats,
-            seats: self.total,
             seat_map: self.layout.map().clone(),
             waiting_room: self.queue.is_some(),
             position: self.position.to_string(),

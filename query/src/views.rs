@@ -168,14 +168,9 @@ pub struct EventList {
 /// One event with its seat map.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct EventDetails {
-    pub event_id: EventId,
-    pub title: String,
-    pub artist: String,
-    pub venue: String,
-    pub city: String,
-    pub starts_at: DateTime<Utc>,
-    pub onsale_at: DateTime<Utc>,
-    pub currency: Currency,
+    /// What the list of events says of it.
+    #[serde(flatten)]
+    pub summary: EventSummary,
     /// How long a reservation holds its seats.
     #[schema(example = 10)]
     pub hold_minutes: u8,
@@ -185,7 +180,6 @@ pub struct EventDetails {
     /// The organizer turned the no-orphan-seat rule off: a selection may leave a single free
     /// seat alone in its row (otherwise refused with `409 orphan-seat` where avoidable).
     pub allow_orphan_seats: bool,
-    pub seats: SeatCounts,
     /// Sections, rows (seat count and price tier) and the price tiers.
     pub seat_map: SeatMap,
     /// The event has a virtual waiting room: reserving needs an admission from

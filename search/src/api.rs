@@ -21,11 +21,10 @@ use axum::routing::get;
 use bytes::Bytes;
 use chrono::{DateTime, NaiveDate, Utc};
 use frontrow_http::{ApiQuery, Problem};
-use frontrow_schema::EventId;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 
-use crate::index::{Hit, PER_PAGE, SearchError, SearchIndex, SearchQuery, SearchResults};
+use crate::index::{Hit, Listing, PER_PAGE, SearchError, SearchIndex, SearchQuery, SearchResults};
 use crate::text;
 
 /// The longest query accepted, in characters.
@@ -115,17 +114,8 @@ pub struct SearchResponse {
 /// One event found.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SearchHit {
-    pub event_id: EventId,
-    pub title: String,
-    pub artist: String,
-    /// Other names of the artist, searched like it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub aliases: Vec<String>,
-    pub venue: String,
-    pub city: String,
-    pub tags: Vec<String>,
-    pub starts_at: DateTime<Utc>,
-    pub onsale_at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub listing: Listing,
     pub price: PriceRange,
     pub seats_total: u32,
     pub seats_left: u32,
@@ -325,31 +315,24 @@ impl ResultCache {
 
 fn hit_view(hit: Hit, words: &[String]) -> SearchHit {
     let d = hit.doc;
+    let l = &d.listing;
     let mut highlights = BTreeMap::new();
     for (field, value) in [
-        ("artist", &d.artist),
-        ("title", &d.title),
-        ("venue", &d.venue),
-        ("city", &d.city),
+        ("artist", &l.artist),
+        ("title", &l.title),
+        ("venue", &l.venue),
+        ("city", &l.city),
     ] {
         if let Some(marked) = text::highlight(value, words) {
             highlights.insert(field.to_owned(), marked);
         }
     }
-    let tags: Vec<String> = d.tags.iter().filter_map(|t| text::highlight(t, words)).collect();
+    let tags: Vec<String> = l.tags.iter().filter_map(|t| text::highlight(t, words)).collect();
     if !tags.is_empty() {
         highlights.insert("tags".to_owned(), tags.join(", "));
     }
     SearchHit {
-        event_id: d.event_id,
-        title: d.title,
-        artist: d.artist,
-        aliases: d.aliases,
-        venue: d.venue,
-        city: d.city,
-        tags: d.tags,
-        starts_at: d.starts_at,
-        onsale_at: d.onsale_at,
+        listing: d.listing,
         price: PriceRange {
             min: d.price_min,
             max: d.price_max,

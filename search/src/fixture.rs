@@ -12,7 +12,7 @@ use frontrow_schema::{
     Currency, CustomerId, Event, EventId, EventScheduled, Money, ReservationId, SeatId, SeatMap, SeatsReserved,
 };
 
-use crate::index::EventDoc;
+use crate::index::{EventDoc, Listing};
 
 /// An artist: name, other names, tour title and genres.
 pub struct Artist {
@@ -342,15 +342,17 @@ pub fn events(n: usize) -> Vec<EventDoc> {
             };
             let price_min = 2_000 + 500 * rng.below(20) as i64;
             EventDoc {
-                event_id: event_id(i),
-                title: format!("{} — {}", artist.tour, city.name),
-                artist: artist.name.to_owned(),
-                aliases: artist.aliases.iter().map(|a| (*a).to_owned()).collect(),
-                venue: venue.to_owned(),
-                city: city.name.to_owned(),
-                tags: artist.tags.iter().map(|t| (*t).to_owned()).collect(),
-                starts_at,
-                onsale_at,
+                listing: Listing {
+                    event_id: event_id(i),
+                    title: format!("{} — {}", artist.tour, city.name),
+                    artist: artist.name.to_owned(),
+                    aliases: artist.aliases.iter().map(|a| (*a).to_owned()).collect(),
+                    venue: venue.to_owned(),
+                    city: city.name.to_owned(),
+                    tags: artist.tags.iter().map(|t| (*t).to_owned()).collect(),
+                    starts_at,
+                    onsale_at,
+                },
                 price_min,
                 price_max: price_min * (2 + rng.below(6) as i64),
                 currency: "EUR".to_owned(),

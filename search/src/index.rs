@@ -9,28 +9,39 @@ use frontrow_journal::Offset;
 use frontrow_schema::EventId;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
+use utoipa::ToSchema;
 
 /// The alias searches go through; versioned indexes (`frontrow-events-v2-<created>`) sit behind it.
 pub const DEFAULT_ALIAS: &str = "frontrow-events";
 /// Hits per page.
 pub const PER_PAGE: usize = 20;
 
-/// One event as search sees it: what fans type, what they filter on, and how full it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventDoc {
+/// An event as a search lists it: what fans type and when it is. A search document and a
+/// search hit both carry it, flattened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Listing {
     pub event_id: EventId,
     pub title: String,
     pub artist: String,
-    /// Other names of the artist (a romanisation, an abbreviation), searched like the artist.
+    /// Other names of the artist (a romanisation, an abbreviation), searched like it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
     pub venue: String,
     pub city: String,
     /// Genres and other words the event should be found by.
+    // Always written, so required in the API; a search document stored without it reads as none.
     #[serde(default)]
+    #[schema(required = true)]
     pub tags: Vec<String>,
     pub starts_at: DateTime<Utc>,
     pub onsale_at: DateTime<Utc>,
+}
+
+/// One event as search sees it: what fans type, what they filter on, and how full it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventDoc {
+    #[serde(flatten)]
+    pub listing: Listing,
     /// The cheapest and dearest price tier, in minor units of `currency`.
     pub price_min: i64,
     pub price_max: i64,

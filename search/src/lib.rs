@@ -29,7 +29,8 @@ pub mod text;
 
 pub use api::{SearchApi, router};
 pub use index::{
-    Batch, DEFAULT_ALIAS, EventDoc, Hit, PER_PAGE, Positions, SearchError, SearchIndex, SearchQuery, SearchResults,
+    Batch, DEFAULT_ALIAS, EventDoc, Hit, Listing, PER_PAGE, Positions, SearchError, SearchIndex, SearchQuery,
+    SearchResults,
 };
 pub use opensearch::OpenSearchIndex;
 pub use tantivy_index::TantivyIndex;

@@ -129,15 +129,15 @@ impl OpenSearchIndex {
     fn event_source(doc: &EventDoc) -> Result<Value, SearchError> {
         let mut source = serde_json::Map::new();
         source.insert("kind".into(), json!("event"));
-        source.insert("event_id".into(), json!(doc.event_id.to_string()));
+        source.insert("event_id".into(), json!(doc.listing.event_id.to_string()));
         source.insert("doc".into(), serde_json::to_value(doc).map_err(backend)?);
         for (field, words) in relevance::document_fields(doc) {
             source.insert(field.name().into(), json!(words));
         }
         let names: Vec<&str> = relevance::artist_names(doc).collect();
         source.insert("artist_name".into(), json!(names));
-        source.insert("city_key".into(), json!(text::normalize(&doc.city)));
-        source.insert("starts_at".into(), json!(doc.starts_at.to_rfc3339()));
+        source.insert("city_key".into(), json!(text::normalize(&doc.listing.city)));
+        source.insert("starts_at".into(), json!(doc.listing.starts_at.to_rfc3339()));
         source.insert("order".into(), json!(order_key(doc)));
         source.insert("sold_out".into(), json!(doc.sold_out));
         Ok(Value::Object(source))
@@ -316,7 +316,7 @@ impl SearchIndex for OpenSearchIndex {
             body.push(json!({"delete": {"_id": id.to_string()}}).into());
         }
         for doc in &batch.upserts {
-            body.push(json!({"index": {"_id": doc.event_id.to_string()}}).into());
+            body.push(json!({"index": {"_id": doc.listing.event_id.to_string()}}).into());
             body.push(Self::event_source(doc)?.into());
         }
         for (partition, offset) in &batch.positions {

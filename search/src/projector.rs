@@ -23,7 +23,7 @@ use frontrow_schema::{Envelope, Event, EventId, EventScheduled, SeatId, SeatMap,
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
 
-use crate::index::{Batch, EventDoc, Positions, SearchIndex};
+use crate::index::{Batch, EventDoc, Listing, Positions, SearchIndex};
 
 /// Records read and written per batch.
 pub const BATCH: usize = 1024;
@@ -70,15 +70,17 @@ impl Tracked {
         let i = &self.info;
         let (price_min, price_max) = price_range(self.layout.map());
         EventDoc {
-            event_id: i.event_id,
-            title: i.title.clone(),
-            artist: i.artist.clone(),
-            aliases: i.aliases.clone(),
-            venue: i.venue.clone(),
-            city: i.city.clone(),
-            tags: i.tags.clone(),
-            starts_at: i.starts_at,
-            onsale_at: i.onsale_at,
+            listing: Listing {
+                event_id: i.event_id,
+                title: i.title.clone(),
+                artist: i.artist.clone(),
+                aliases: i.aliases.clone(),
+                venue: i.venue.clone(),
+                city: i.city.clone(),
+                tags: i.tags.clone(),
+                starts_at: i.starts_at,
+                onsale_at: i.onsale_at,
+            },
             price_min,
             price_max,
             currency: i.currency.to_string(),

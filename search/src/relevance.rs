@@ -100,10 +100,10 @@ pub struct Relevance {
 /// The searchable text of `doc`, per field: its words joined by spaces.
 pub fn document_fields(doc: &EventDoc) -> Vec<(Field, String)> {
     let artist: Vec<Vec<String>> = artist_names(doc).map(text::words).collect();
-    let title = text::words(&doc.title);
-    let venue = text::words(&doc.venue);
-    let city = text::words(&doc.city);
-    let tags: Vec<String> = doc.tags.iter().flat_map(|t| text::words(t)).collect();
+    let title = text::words(&doc.listing.title);
+    let venue = text::words(&doc.listing.venue);
+    let city = text::words(&doc.listing.city);
+    let tags: Vec<String> = doc.listing.tags.iter().flat_map(|t| text::words(t)).collect();
     let mut joined = Vec::new();
     for words in artist.iter().chain([&title, &venue, &city]) {
         joined_words(words, &mut joined);
@@ -120,7 +120,7 @@ pub fn document_fields(doc: &EventDoc) -> Vec<(Field, String)> {
 
 /// The artist and the aliases of `doc`, as written.
 pub fn artist_names(doc: &EventDoc) -> impl Iterator<Item = &str> {
-    std::iter::once(doc.artist.as_str()).chain(doc.aliases.iter().map(String::as_str))
+    std::iter::once(doc.listing.artist.as_str()).chain(doc.listing.aliases.iter().map(String::as_str))
 }
 
 /// Adjacent `words` run together (2 to [`MAX_JOINED`] at a time), and each run of single
@@ -397,8 +397,8 @@ fn close(a: &str, b: &str) -> usize {
 /// The key hits are ordered by after their score: the start time, then the event id, so both
 /// backends break ties the same way.
 pub fn order_key(doc: &EventDoc) -> i64 {
-    let low = (doc.event_id.as_uuid().as_u128() & 0xff_ffff) as i64;
-    (doc.starts_at.timestamp() << 24) | low
+    let low = (doc.listing.event_id.as_uuid().as_u128() & 0xff_ffff) as i64;
+    (doc.listing.starts_at.timestamp() << 24) | low
 }
 
 #[cfg(test)]
@@ -408,9 +408,9 @@ mod tests {
 
     fn doc(artist: &str, aliases: &[&str], title: &str) -> EventDoc {
         let mut d = fixture::events(1).remove(0);
-        d.artist = artist.into();
-        d.aliases = aliases.iter().map(|a| (*a).to_owned()).collect();
-        d.title = title.into();
+        d.listing.artist = artist.into();
+        d.listing.aliases = aliases.iter().map(|a| (*a).to_owned()).collect();
+        d.listing.title = title.into();
         d
     }
 

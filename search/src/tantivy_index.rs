@@ -245,15 +245,15 @@ impl Version {
     fn document(&self, doc: &EventDoc) -> Result<TantivyDocument, SearchError> {
         let f = &self.fields;
         let mut d = TantivyDocument::default();
-        d.add_text(f.event_id, doc.event_id.to_string());
+        d.add_text(f.event_id, doc.listing.event_id.to_string());
         for (field, words) in relevance::document_fields(doc) {
             d.add_text(f.text(field), words);
         }
         for name in relevance::artist_names(doc) {
             d.add_text(f.artist_name, name);
         }
-        d.add_text(f.city_key, text::normalize(&doc.city));
-        d.add_i64(f.starts_at, doc.starts_at.timestamp());
+        d.add_text(f.city_key, text::normalize(&doc.listing.city));
+        d.add_i64(f.starts_at, doc.listing.starts_at.timestamp());
         d.add_i64(f.order, order_key(doc));
         d.add_bool(f.sold_out, doc.sold_out);
         d.add_text(f.source, serde_json::to_string(doc).map_err(backend)?);
@@ -271,7 +271,7 @@ impl Version {
             writer.delete_term(id_term(id));
         }
         for doc in &batch.upserts {
-            writer.delete_term(id_term(&doc.event_id));
+            writer.delete_term(id_term(&doc.listing.event_id));
             writer.add_document(self.document(doc)?).map_err(backend)?;
         }
         let mut merged = self.positions.lock().unwrap_or_else(PoisonError::into_inner).clone();

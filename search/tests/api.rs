@@ -55,7 +55,7 @@ async fn typos_find_the_artist_with_highlights_and_cache_headers() {
     assert_eq!(headers["frontrow-cache"], "miss");
     let page: SearchResponse = serde_json::from_value(body).unwrap();
     assert_eq!(page.query, "taylr swfit");
-    assert_eq!(page.hits[0].artist, "Taylor Swift");
+    assert_eq!(page.hits[0].listing.artist, "Taylor Swift");
     assert_eq!(page.hits[0].highlights["artist"], "<em>Taylor</em> <em>Swift</em>");
     assert!(page.total >= 1 && page.pages >= 1);
 
@@ -68,8 +68,8 @@ async fn typos_find_the_artist_with_highlights_and_cache_headers() {
 async fn aliases_are_shown_and_zero_hits_suggest_artists() {
     let (_dir, app) = app().await;
     let page = page_ok(&app, "/search?q=bangtan%20boys").await;
-    assert_eq!(page.hits[0].artist, "BTS");
-    assert_eq!(page.hits[0].aliases, ["Bangtan Boys", "Bangtan Sonyeondan"]);
+    assert_eq!(page.hits[0].listing.artist, "BTS");
+    assert_eq!(page.hits[0].listing.aliases, ["Bangtan Boys", "Bangtan Sonyeondan"]);
     assert!(page.suggestions.is_empty());
 
     let (status, _, body) = get(&app, "/search?q=kolplay").await;
@@ -88,9 +88,9 @@ async fn a_change_to_the_index_empties_the_cache() {
     let first = page
         .hits
         .iter()
-        .find(|h| h.city == "Mumbai")
+        .find(|h| h.listing.city == "Mumbai")
         .expect("coldplay in mumbai");
-    let mut doc = index.get(first.event_id).await.unwrap().unwrap();
+    let mut doc = index.get(first.listing.event_id).await.unwrap().unwrap();
     let (_, headers, _) = get(&app, "/search?q=coldpaly%20mumbai&available=true").await;
     assert_eq!(headers["frontrow-cache"], "hit");
 
@@ -105,7 +105,7 @@ async fn a_change_to_the_index_empties_the_cache() {
     assert_eq!(headers["frontrow-cache"], "miss");
     let page: SearchResponse = serde_json::from_value(body).unwrap();
     assert!(
-        page.hits.iter().all(|h| h.event_id != doc.event_id),
+        page.hits.iter().all(|h| h.listing.event_id != doc.listing.event_id),
         "sold out is filtered"
     );
 }
@@ -115,11 +115,11 @@ async fn filters_and_pages_apply() {
     let (_dir, app) = app().await;
     let page = page_ok(&app, "/search?q=tour&city=seoul&from=2027-03-01&to=2028-06-30&page=1").await;
     assert!(page.total > 0);
-    assert!(page.hits.iter().all(|h| h.city == "Seoul"));
+    assert!(page.hits.iter().all(|h| h.listing.city == "Seoul"));
     assert!(
         page.hits
             .iter()
-            .all(|h| h.starts_at.to_rfc3339().as_str() >= "2027-03-01")
+            .all(|h| h.listing.starts_at.to_rfc3339().as_str() >= "2027-03-01")
     );
     let (_, _, body) = get(&app, "/search?q=tour&page=2").await;
     let page2: SearchResponse = serde_json::from_value(body).unwrap();

@@ -31,7 +31,7 @@ async fn a_server_follows_a_rebuild_made_by_another_process() {
     let serving = TantivyIndex::open(dir.path()).unwrap();
     serving.ensure().await.unwrap();
     let mut old = fixture::events(1).remove(0);
-    old.artist = "Old Band".into();
+    old.listing.artist = "Old Band".into();
     serving
         .apply(
             None,
@@ -47,7 +47,7 @@ async fn a_server_follows_a_rebuild_made_by_another_process() {
     let rebuilder = TantivyIndex::open(dir.path()).unwrap();
     let version = rebuilder.create_version().await.unwrap();
     let mut new = fixture::events(2).remove(1);
-    new.artist = "New Band".into();
+    new.listing.artist = "New Band".into();
     rebuilder
         .apply(
             Some(&version),
@@ -64,7 +64,7 @@ async fn a_server_follows_a_rebuild_made_by_another_process() {
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     let found = serving.search(&SearchQuery::text("band")).await.unwrap();
     assert_eq!(found.hits.len(), 1);
-    assert_eq!(found.hits[0].doc.artist, "New Band");
+    assert_eq!(found.hits[0].doc.listing.artist, "New Band");
     assert_eq!(serving.live_version().await.unwrap(), Some(version));
     assert!(changes.has_changed().unwrap(), "result caches are told");
 }
@@ -103,7 +103,7 @@ async fn the_typo_allowance_is_configurable() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut doc = fixture::events(1).remove(0);
-    doc.artist = "Bad Bunny".into();
+    doc.listing.artist = "Bad Bunny".into();
     let default = TantivyIndex::open(dir.path()).unwrap();
     default.ensure().await.unwrap();
     let batch = Batch {

@@ -65,7 +65,12 @@ pub async fn typos_prefixes_and_scripts_find_the_artist(h: &dyn Harness) {
     let mut failures = Vec::new();
     for (query, artist) in fixture::QUERY_CLASSES[0].cases {
         let found = search(&*index, SearchQuery::text(*query)).await;
-        let top: Vec<&str> = found.hits.iter().take(3).map(|h| h.doc.artist.as_str()).collect();
+        let top: Vec<&str> = found
+            .hits
+            .iter()
+            .take(3)
+            .map(|h| h.doc.listing.artist.as_str())
+            .collect();
         if !top.contains(artist) {
             failures.push(format!("{query:?} -> {top:?}, wanted {artist:?}"));
         }
@@ -73,11 +78,14 @@ pub async fn typos_prefixes_and_scripts_find_the_artist(h: &dyn Harness) {
     assert!(failures.is_empty(), "{}: {failures:#?}", index.backend());
     // Both words count: Coldplay in Mumbai comes first.
     let found = search(&*index, SearchQuery::text("coldpaly mumbai")).await;
-    assert_eq!(found.hits[0].doc.city, "Mumbai");
+    assert_eq!(found.hits[0].doc.listing.city, "Mumbai");
     assert!(found.total <= 30, "coldpaly mumbai matched {} events", found.total);
     let found = search(&*index, SearchQuery::text("bts seo")).await;
     assert_eq!(
-        (found.hits[0].doc.artist.as_str(), found.hits[0].doc.city.as_str()),
+        (
+            found.hits[0].doc.listing.artist.as_str(),
+            found.hits[0].doc.listing.city.as_str()
+        ),
         ("BTS", "Seoul")
     );
     index.destroy().await.unwrap();
@@ -117,7 +125,7 @@ async fn rank(index: &dyn SearchIndex, suggestion: bool, query: &str, artist: &s
         .hits
         .iter()
         .take(3)
-        .position(|h| h.doc.artist == artist)
+        .position(|h| h.doc.listing.artist == artist)
         .map(|p| p + 1)
 }
 
@@ -197,17 +205,20 @@ pub async fn fallbacks_rank_full_matches_first(h: &dyn Harness) {
     let found = search(&*index, SearchQuery::text("coldplay mumbai xqzvy")).await;
     assert!(found.total > 0);
     assert_eq!(
-        (found.hits[0].doc.artist.as_str(), found.hits[0].doc.city.as_str()),
+        (
+            found.hits[0].doc.listing.artist.as_str(),
+            found.hits[0].doc.listing.city.as_str()
+        ),
         ("Coldplay", "Mumbai")
     );
-    let two_words = found.hits.iter().take_while(|h| h.doc.city == "Mumbai").count();
+    let two_words = found.hits.iter().take_while(|h| h.doc.listing.city == "Mumbai").count();
     assert!(found.hits[two_words..].iter().all(|h| h.score < found.hits[0].score));
     // A full match never needs the fallback, so its total is that of the full match.
     let full = search(&*index, SearchQuery::text("coldplay mumbai")).await;
     assert!(
         full.hits
             .iter()
-            .all(|h| h.doc.artist == "Coldplay" && h.doc.city == "Mumbai")
+            .all(|h| h.doc.listing.artist == "Coldplay" && h.doc.listing.city == "Mumbai")
     );
     index.destroy().await.unwrap();
 }
@@ -227,7 +238,7 @@ pub async fn backends_agree(a: &dyn SearchIndex, b: &dyn SearchIndex) {
                     .hits
                     .iter()
                     .take(3)
-                    .map(|h| (h.doc.event_id.to_string(), h.score))
+                    .map(|h| (h.doc.listing.event_id.to_string(), h.score))
                     .collect();
                 (r.total, hits, r.suggestions)
             };
@@ -266,7 +277,12 @@ pub async fn unrelated_queries_do_not_flood(h: &dyn Harness) {
             "{}: {query:?} matched {} events: {:?}",
             index.backend(),
             found.total,
-            found.hits.iter().take(5).map(|h| &h.doc.artist).collect::<Vec<_>>()
+            found
+                .hits
+                .iter()
+                .take(5)
+                .map(|h| &h.doc.listing.artist)
+                .collect::<Vec<_>>()
         );
     }
     let all_words = index.search(&SearchQuery::text("!!!")).await;
@@ -289,9 +305,9 @@ pub async fn filters_order_and_pages(h: &dyn Harness) {
 
     let seoul = search(&*index, tour(|q| q.city = Some("seoul".into()))).await;
     assert!(seoul.total > 0 && seoul.total < all.total);
-    assert!(seoul.hits.iter().all(|h| h.doc.city == "Seoul"));
+    assert!(seoul.hits.iter().all(|h| h.doc.listing.city == "Seoul"));
     let munchen = search(&*index, tour(|q| q.city = Some("MUNCHEN".into()))).await;
-    assert!(munchen.total > 0 && munchen.hits.iter().all(|h| h.doc.city == "München"));
+    assert!(munchen.total > 0 && munchen.hits.iter().all(|h| h.doc.listing.city == "München"));
 
     let from = Utc.with_ymd_and_hms(2027, 6, 1, 0, 0, 0).unwrap();
     let to = Utc.with_ymd_and_hms(2027, 8, 31, 23, 59, 59).unwrap();
@@ -309,7 +325,7 @@ pub async fn filters_order_and_pages(h: &dyn Harness) {
         summer
             .hits
             .iter()
-            .all(|h| h.doc.starts_at >= from && h.doc.starts_at <= to)
+            .all(|h| h.doc.listing.starts_at >= from && h.doc.listing.starts_at <= to)
     );
 
     let available = search(&*index, tour(|q| q.available = true)).await;
@@ -318,12 +334,11 @@ pub async fn filters_order_and_pages(h: &dyn Harness) {
 
     let page2 = search(&*index, tour(|q| q.page = 2)).await;
     assert_eq!(page2.total, all.total);
-    assert!(
-        page2
-            .hits
+    assert!(page2.hits.iter().all(|h| {
+        all.hits
             .iter()
-            .all(|h| all.hits.iter().all(|a| a.doc.event_id != h.doc.event_id))
-    );
+            .all(|a| a.doc.listing.event_id != h.doc.listing.event_id)
+    }));
 
     // Relevance first, then the sooner event.
     let swift = search(&*index, SearchQuery::text("taylor swift")).await;
@@ -331,7 +346,7 @@ pub async fn filters_order_and_pages(h: &dyn Harness) {
         assert!(pair[0].score >= pair[1].score, "{pair:?}");
         if pair[0].score == pair[1].score {
             assert!(
-                pair[0].doc.starts_at <= pair[1].doc.starts_at,
+                pair[0].doc.listing.starts_at <= pair[1].doc.listing.starts_at,
                 "ties go by date: {pair:?}"
             );
         }
@@ -343,10 +358,10 @@ pub async fn filters_order_and_pages(h: &dyn Harness) {
 
 fn doc(i: usize, artist: &str, city: &str) -> EventDoc {
     let mut d = fixture::events(1).remove(0);
-    d.event_id = fixture::event_id(900_000 + i);
-    d.artist = artist.into();
-    d.title = format!("{artist} live");
-    d.city = city.into();
+    d.listing.event_id = fixture::event_id(900_000 + i);
+    d.listing.artist = artist.into();
+    d.listing.title = format!("{artist} live");
+    d.listing.city = city.into();
     d
 }
 
@@ -370,7 +385,7 @@ pub async fn documents_and_positions_are_written_together(h: &dyn Harness) {
     index.apply(None, batch).await.unwrap();
     assert!(changes.has_changed().unwrap(), "a write moves the change counter");
     assert_eq!(index.positions(None).await.unwrap(), Positions::from([(0, 5), (1, 7)]));
-    assert_eq!(index.get(b.event_id).await.unwrap(), Some(b.clone()));
+    assert_eq!(index.get(b.listing.event_id).await.unwrap(), Some(b.clone()));
     assert_eq!(search(&*index, SearchQuery::text("nova lihgts")).await.total, 2);
 
     let mut b2 = b.clone();
@@ -378,12 +393,12 @@ pub async fn documents_and_positions_are_written_together(h: &dyn Harness) {
     b2.sold_out = true;
     let batch = Batch {
         upserts: vec![b2.clone()],
-        deletes: vec![a.event_id],
+        deletes: vec![a.listing.event_id],
         positions: Positions::from([(0, 6)]),
     };
     index.apply(None, batch).await.unwrap();
     assert_eq!(index.positions(None).await.unwrap(), Positions::from([(0, 6), (1, 7)]));
-    assert_eq!(index.get(a.event_id).await.unwrap(), None);
+    assert_eq!(index.get(a.listing.event_id).await.unwrap(), None);
     let found = search(&*index, SearchQuery::text("nova")).await;
     assert_eq!(found.total, 1, "an upsert replaces, a delete removes");
     assert_eq!(found.hits[0].doc, b2);
@@ -394,7 +409,7 @@ pub async fn documents_and_positions_are_written_together(h: &dyn Harness) {
         reopened.positions(None).await.unwrap(),
         Positions::from([(0, 6), (1, 7)])
     );
-    assert_eq!(reopened.get(c.event_id).await.unwrap(), Some(c));
+    assert_eq!(reopened.get(c.listing.event_id).await.unwrap(), Some(c));
     reopened.destroy().await.unwrap();
 }
 

@@ -200,7 +200,7 @@ async fn available_ids(index: &dyn SearchIndex, text: &str) -> Vec<EventId> {
         .await
         .hits
         .into_iter()
-        .map(|h| h.doc.event_id)
+        .map(|h| h.doc.listing.event_id)
         .collect();
     ids.sort();
     ids
@@ -318,7 +318,7 @@ pub async fn rebuild_projects_the_journal_into_a_new_version(h: &dyn Harness) {
     // The organizer's aliases travel from the journal to the index and are searched.
     let by_alias = search(&*index, SearchQuery::text("北极")).await;
     assert_eq!(by_alias.total, 12);
-    assert_eq!(by_alias.hits[0].doc.aliases, ["Polar Bloom Ensemble 北极"]);
+    assert_eq!(by_alias.hits[0].doc.listing.aliases, ["Polar Bloom Ensemble 北极"]);
     let mut ends = Positions::new();
     for p in 0..3 {
         let end = scratch.journal.end_offset(p).await.unwrap();

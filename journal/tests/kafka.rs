@@ -33,6 +33,18 @@ async fn connect(topic: &str, partitions: u32) -> KafkaJournal {
         .expect("Kafka is reachable: run deploy/local/up.sh kafka")
 }
 
+/// A topic of its own for one test, `frontrow.test.<test>.<random>`, so reruns start clean.
+fn own_topic(test: &str) -> String {
+    format!("frontrow.test.{test}.{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A journal on `topic` that has claimed `partition`, so it is that partition's writer.
+async fn claimed(topic: &str, partitions: u32, partition: u32) -> KafkaJournal {
+    let journal = connect(topic, partitions).await;
+    journal.claim(partition).await.unwrap();
+    journal
+}
+
 fn harness() -> Kafka {
     Kafka {
         run: uuid::Uuid::new_v4().simple().to_string(),
@@ -51,13 +63,11 @@ fn rec(value: &str) -> Record {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn a_second_writer_fences_the_first() {
-    let topic = format!("frontrow.test.fence.{}", uuid::Uuid::new_v4().simple());
-    let first = connect(&topic, 2).await;
-    first.claim(1).await.unwrap();
+    let topic = own_topic("fence");
+    let first = claimed(&topic, 2, 1).await;
     first.append(1, vec![rec("by-first")]).await.unwrap();
 
-    let second = connect(&topic, 2).await;
-    second.claim(1).await.unwrap();
+    let second = claimed(&topic, 2, 1).await;
     // The first writer's producer is fenced: its append fails and is not visible.
     let fenced = first.append(1, vec![rec("lost")]).await;
     assert!(matches!(fenced, Err(JournalError::Fenced(1))), "{fenced:?}");
@@ -76,7 +86,7 @@ async fn a_second_writer_fences_the_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn an_existing_topic_must_have_the_configured_partitions() {
-    let topic = format!("frontrow.test.count.{}", uuid::Uuid::new_v4().simple());
+    let topic = own_topic("count");
     drop(connect(&topic, 3).await);
     let settings = KafkaSettings {
         topic,
@@ -99,7 +109,7 @@ async fn cloudevents_travel_with_their_attributes_as_headers() {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::message::Headers;
 
-    let topic = format!("frontrow.test.headers.{}", uuid::Uuid::new_v4().simple());
+    let topic = own_topic("headers");
     let journal = connect(&topic, 1).await;
     let event = br#"{"specversion":"1.0","id":"e-1","source":"/frontrow/events/x","type":"frontrow.seats.reserved","subject":"x","time":"2026-03-01T10:00:00Z","data":{}}"#;
     journal
@@ -157,9 +167,8 @@ async fn cloudevents_travel_with_their_attributes_as_headers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn a_read_of_markers_only_ends_at_the_end() {
-    let topic = format!("frontrow.test.markers.{}", uuid::Uuid::new_v4().simple());
-    let writer = connect(&topic, 1).await;
-    writer.claim(0).await.unwrap();
+    let topic = own_topic("markers");
+    let writer = claimed(&topic, 1, 0).await;
     let offsets = writer.append(0, vec![rec("one")]).await.unwrap();
     assert_eq!(offsets, [0]);
     // The commit marker follows the record, written just after the commit returns.

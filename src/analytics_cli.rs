@@ -62,7 +62,7 @@ enum View {
 pub async fn run(settings: &Settings, args: &AnalyticsArgs) -> anyhow::Result<()> {
     let mut settings = settings.clone();
     if let Some(journal) = &args.journal {
-        settings.journal = journal.clone();
+        settings.journal = journal.parse()?;
     }
     let journal = open_journal(&settings).await?;
     match &args.view {

@@ -40,7 +40,7 @@ use tracing::{info, warn};
 use utoipa::OpenApi;
 
 use crate::sample;
-use crate::settings::Settings;
+use crate::settings::{JournalChoice, SearchChoice, Settings};
 
 /// Secrets generated on first start and kept in the data directory (mode 0600), so tokens and
 /// keys stay valid across restarts when none are configured.
@@ -140,28 +140,24 @@ pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal
 }
 
 async fn open_journal_backend(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
-    if settings.journal == "sqlite" {
-        let path = settings.data_dir.join("journal.db");
-        let journal = SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?;
-        return Ok(Arc::new(journal));
-    }
-    if let Some((brokers, topic)) = kafka_address(&settings.journal) {
-        anyhow::ensure!(!brokers.is_empty(), "kafka:// needs at least one broker address");
-        let kafka = KafkaSettings {
-            topic,
-            replication: settings.kafka.replication,
-            min_insync_replicas: settings.kafka.min_insync_replicas,
-            ..KafkaSettings::new(brokers.clone(), settings.partitions)
-        };
-        let journal = KafkaJournal::connect(kafka)
-            .await
-            .with_context(|| format!("connecting to Kafka at {brokers}"))?;
-        return Ok(Arc::new(journal));
-    }
-    anyhow::bail!(
-        "journal {:?} is not `sqlite` or `kafka://BROKERS[/TOPIC]`",
-        settings.journal
-    )
+    Ok(match &settings.journal {
+        JournalChoice::Sqlite => {
+            let path = settings.data_dir.join("journal.db");
+            Arc::new(SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?)
+        }
+        JournalChoice::Kafka { brokers, topic } => {
+            let kafka = KafkaSettings {
+                topic: topic.clone(),
+                replication: settings.kafka.replication,
+                min_insync_replicas: settings.kafka.min_insync_replicas,
+                ..KafkaSettings::new(brokers.clone(), settings.partitions)
+            };
+            let journal = KafkaJournal::connect(kafka)
+                .await
+                .with_context(|| format!("connecting to Kafka at {brokers}"))?;
+            Arc::new(journal)
+        }
+    })
 }
 
 /// Opens the configured search index: `tantivy` (embedded) or `opensearch`.
@@ -173,18 +169,17 @@ pub fn open_search(settings: &Settings) -> anyhow::Result<Arc<dyn SearchIndex>> 
         )
     })?;
     let relevance = frontrow_search::relevance::Relevance { typos };
-    Ok(match settings.search.as_str() {
-        "tantivy" => Arc::new(
+    Ok(match settings.search {
+        SearchChoice::Tantivy => Arc::new(
             TantivyIndex::open(&settings.data_dir.join("search"))
                 .context("opening the embedded search index")?
                 .with_relevance(relevance),
         ),
-        "opensearch" => Arc::new(
+        SearchChoice::OpenSearch => Arc::new(
             OpenSearchIndex::new(&settings.opensearch_url, &settings.search_alias)
                 .context("connecting to OpenSearch")?
                 .with_relevance(relevance),
         ),
-        other => anyhow::bail!("search {other:?} is not `tantivy` or `opensearch`"),
     })
 }
 
@@ -278,8 +273,9 @@ impl App {
                 (Some(writers), None)
             }
             Role::Command => {
-                let (brokers, topic) = kafka_address(&settings.journal)
-                    .context("a command node shares partitions through Kafka: use --journal kafka://...")?;
+                let JournalChoice::Kafka { brokers, topic } = settings.journal.clone() else {
+                    anyhow::bail!("a command node shares partitions through Kafka: use --journal kafka://...");
+                };
                 let writers = Writers::new(journal.clone(), clock.clone(), config);
                 let ownership = OwnershipSettings {
                     brokers,
@@ -316,7 +312,7 @@ impl App {
         // projects into it itself; a shared OpenSearch index is fed by `frontrow projector`.
         let projects_search = match role {
             Role::All | Role::Projector => true,
-            Role::Query => settings.search == "tantivy",
+            Role::Query => settings.search == SearchChoice::Tantivy,
             Role::Command => false,
         };
         if let (Some(index), true) = (&search, projects_search) {
@@ -534,14 +530,6 @@ impl App {
         }
         served.context("serving HTTP")
     }
-}
-
-/// The brokers and topic of a `kafka://BROKERS[/TOPIC]` journal setting.
-fn kafka_address(journal: &str) -> Option<(String, String)> {
-    let rest = journal.strip_prefix("kafka://")?;
-    let (brokers, topic) = rest.split_once('/').unwrap_or((rest, ""));
-    let topic = if topic.is_empty() { "frontrow.events" } else { topic };
-    Some((brokers.to_owned(), topic.to_owned()))
 }
 
 /// The full OpenAPI document: command and query sides, generated from the handlers.

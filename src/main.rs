@@ -137,7 +137,7 @@ async fn run(
         settings.listen = listen;
     }
     if let Some(journal) = journal {
-        settings.journal = journal;
+        settings.journal = journal.parse()?;
     }
     let tracing = frontrow::telemetry::init(&settings.telemetry, role.name())?;
     let served = serve(settings, role).await;
@@ -206,7 +206,7 @@ async fn command(cli: &Cli) -> anyhow::Result<()> {
         } => {
             let mut settings = settings(cli)?;
             if let Some(journal) = journal {
-                settings.journal = journal.clone();
+                settings.journal = journal.parse()?;
             }
             let journal = open_journal(&settings).await?;
             match projection {

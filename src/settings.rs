@@ -24,7 +24,7 @@ pub struct Settings {
     /// Journal partitions: one writer each. Fixed once the journal exists.
     pub partitions: u32,
     /// The journal: `sqlite` (embedded, in the data directory) or `kafka://BROKERS[/TOPIC]`.
-    pub journal: String,
+    pub journal: JournalChoice,
     /// Requests waiting per writer before new ones get `503`.
     pub mailbox: usize,
     /// Most commands decided and appended in one group commit.
@@ -52,7 +52,7 @@ pub struct Settings {
     /// Base URL the simulated provider posts webhooks to (default: `http://<listen>`).
     pub public_url: Option<String>,
     /// The search index: `tantivy` (embedded, in `<data_dir>/search`) or `opensearch`.
-    pub search: String,
+    pub search: SearchChoice,
     /// Elasticsearch/OpenSearch base URL when `search = "opensearch"`.
     pub opensearch_url: String,
     /// The alias the search index is served under (versioned indexes behind it).
@@ -78,6 +78,76 @@ pub struct Settings {
     /// The Kafka journal's replication and the command group's failover (`[kafka]`,
     /// `FRONTROW_KAFKA__*`).
     pub kafka: KafkaOptions,
+}
+
+/// Where the log lives. Written in settings and flags as `sqlite` or
+/// `kafka://HOST:PORT[,HOST:PORT...][/TOPIC]`, and parsed once, when the settings are read.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum JournalChoice {
+    /// The embedded SQLite file `journal.db` in the data directory.
+    Sqlite,
+    /// A Kafka cluster: its bootstrap brokers (comma-separated) and the events topic.
+    Kafka { brokers: String, topic: String },
+}
+
+/// The events topic of a `kafka://BROKERS` journal that names none.
+pub const DEFAULT_TOPIC: &str = "frontrow.events";
+
+impl std::str::FromStr for JournalChoice {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        if s == "sqlite" {
+            return Ok(Self::Sqlite);
+        }
+        let Some(rest) = s.strip_prefix("kafka://") else {
+            anyhow::bail!("journal {s:?} is not `sqlite` or `kafka://BROKERS[/TOPIC]`");
+        };
+        let (brokers, topic) = rest.split_once('/').unwrap_or((rest, ""));
+        anyhow::ensure!(
+            !brokers.is_empty(),
+            "journal {s:?}: kafka:// needs at least one broker address"
+        );
+        let topic = if topic.is_empty() { DEFAULT_TOPIC } else { topic };
+        Ok(Self::Kafka {
+            brokers: brokers.to_owned(),
+            topic: topic.to_owned(),
+        })
+    }
+}
+
+impl TryFrom<String> for JournalChoice {
+    type Error = anyhow::Error;
+
+    fn try_from(s: String) -> anyhow::Result<Self> {
+        s.parse()
+    }
+}
+
+impl std::fmt::Display for JournalChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite => f.write_str("sqlite"),
+            Self::Kafka { brokers, topic } => write!(f, "kafka://{brokers}/{topic}"),
+        }
+    }
+}
+
+impl From<JournalChoice> for String {
+    fn from(choice: JournalChoice) -> Self {
+        choice.to_string()
+    }
+}
+
+/// Which search index serves `GET /search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchChoice {
+    /// Embedded, in `<data_dir>/search` (each node projects its own).
+    Tantivy,
+    /// A shared OpenSearch (or Elasticsearch) cluster at `opensearch_url`, fed by a projector.
+    OpenSearch,
 }
 
 /// How FrontRow uses a Kafka cluster. Appends always use `acks=all` with an idempotent,
@@ -128,7 +198,7 @@ impl Default for Settings {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             data_dir: PathBuf::from("frontrow-data"),
             partitions: 8,
-            journal: "sqlite".into(),
+            journal: JournalChoice::Sqlite,
             mailbox: 4096,
             batch: 1024,
             snapshot_every: 50_000,
@@ -140,7 +210,7 @@ impl Default for Settings {
             demo: true,
             sample_event: true,
             public_url: None,
-            search: "tantivy".into(),
+            search: SearchChoice::Tantivy,
             opensearch_url: "http://127.0.0.1:9200".into(),
             search_alias: frontrow_search::DEFAULT_ALIAS.into(),
             search_typos: "algolia".into(),
@@ -280,5 +350,48 @@ mod tests {
             assert!(Settings::load(Some(Path::new("bad.toml"))).is_err());
             Ok(())
         });
+    }
+
+    #[test]
+    fn backend_choices_are_parsed_once_when_the_settings_are_read() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("FRONTROW_JOURNAL", "kafka://127.0.0.1:19092,127.0.0.1:19093");
+            jail.set_env("FRONTROW_SEARCH", "opensearch");
+            let s = Settings::load(None).map_err(|e| e.to_string())?;
+            assert_eq!(
+                s.journal,
+                JournalChoice::Kafka {
+                    brokers: "127.0.0.1:19092,127.0.0.1:19093".into(),
+                    topic: DEFAULT_TOPIC.into(),
+                }
+            );
+            assert_eq!(s.search, SearchChoice::OpenSearch);
+            // They print as they are written, so a printed configuration reads back the same.
+            let printed = serde_json::to_value(&s).unwrap();
+            assert_eq!(
+                printed["journal"],
+                "kafka://127.0.0.1:19092,127.0.0.1:19093/frontrow.events"
+            );
+            assert_eq!(printed["search"], "opensearch");
+
+            jail.set_env("FRONTROW_JOURNAL", "postgres://somewhere");
+            let bad = Settings::load(None).unwrap_err().to_string();
+            assert!(bad.contains("is not `sqlite` or `kafka://BROKERS[/TOPIC]`"), "{bad}");
+            jail.set_env("FRONTROW_JOURNAL", "sqlite");
+            jail.set_env("FRONTROW_SEARCH", "solr");
+            let bad = Settings::load(None).unwrap_err().to_string();
+            assert!(bad.contains("tantivy") && bad.contains("opensearch"), "{bad}");
+            Ok(())
+        });
+        assert_eq!("sqlite".parse::<JournalChoice>().unwrap(), JournalChoice::Sqlite);
+        assert_eq!(
+            "kafka://b:9092/t.events".parse::<JournalChoice>().unwrap(),
+            JournalChoice::Kafka {
+                brokers: "b:9092".into(),
+                topic: "t.events".into()
+            }
+        );
+        assert!("kafka://".parse::<JournalChoice>().is_err());
+        assert!("kafka:///topic".parse::<JournalChoice>().is_err());
     }
 }

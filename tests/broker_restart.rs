@@ -85,7 +85,7 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
     }
     let broker = Arc::new(tokio::task::spawn_blocking(PrivateBroker::start).await.unwrap());
     let journal = format!("kafka://{}/frontrow.test.restart", broker.brokers());
-    let app = Arc::new(TestApp::spawn_with(|s| s.journal = journal).await);
+    let app = Arc::new(TestApp::spawn_with(|s| s.journal = journal.parse().unwrap()).await);
     let event = app.create_event().await;
     let seats: Vec<String> = (1..=2)
         .flat_map(|r| (1..=10).map(move |n| format!("A-{r}-{n}")))

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use frontrow::Settings;
+use frontrow::settings::JournalChoice;
 use frontrow_command::domain::{EventState, SeatState};
 use frontrow_http::auth::Auth;
 use frontrow_projector::{Ledger, PgLedger, Projector};
@@ -232,7 +233,7 @@ struct Deployment {
     projector: Node,
     balancer: Option<Child>,
     balancer_port: u16,
-    journal: String,
+    journal: JournalChoice,
     schema: String,
     auth: Arc<Auth>,
     killed_brokers: Vec<u32>,
@@ -242,8 +243,10 @@ impl Deployment {
     /// Starts the nodes (data in `dir`, logs in `logs`) and the balancer.
     async fn start(config: &ChaosConfig, dir: &Path, logs: &Path, rng: &mut StdRng) -> anyhow::Result<Self> {
         let run = uuid::Uuid::new_v4().simple().to_string();
-        let topic = format!("frontrow.chaos.{run}");
-        let journal = format!("kafka://{}/{topic}", config.brokers);
+        let journal = JournalChoice::Kafka {
+            brokers: config.brokers.clone(),
+            topic: format!("frontrow.chaos.{run}"),
+        };
         let schema = format!("chaos_{}", &run[..12]);
         let token_secret = secret(rng);
         let webhook_secret = secret(rng);

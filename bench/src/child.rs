@@ -176,7 +176,7 @@ impl ChildFrontRow {
         let settings = Settings {
             data_dir: self.data_dir.clone(),
             partitions: PARTITIONS,
-            journal: "sqlite".into(),
+            journal: frontrow::settings::JournalChoice::Sqlite,
             ..Settings::default()
         };
         frontrow::app::open_journal(&settings).await

@@ -1,8 +1,9 @@
 //! Any command node takes any request: one for a partition it does not own is forwarded.
 //!
-//! The middleware buffers the request, lets the handler try it, and when the writer answered
-//! `not-owner` (nothing was written) replays the same request to the partition's owner from the
-//! ownership directory, returning the owner's answer. A request is forwarded at most once
+//! The middleware buffers the request, lets the handler try it, and when the handler's answer
+//! hands it a [`NotOwner`] (the writer refused: this node does not serve the partition, nothing
+//! was written) replays the same request to the partition's owner from the ownership
+//! directory, returning the owner's answer. A request is forwarded at most once
 //! (`FrontRow-Forwarded` header); with no known owner the client gets `503` + `Retry-After`.
 
 use std::sync::Arc;
@@ -44,23 +45,10 @@ pub(crate) fn node_client() -> reqwest::Client {
         .expect("an HTTP client without TLS builds")
 }
 
-/// The partition a `not-owner` answer names, if the response is one.
-async fn not_owner(res: Response) -> Result<u32, Response> {
-    if res.status() != StatusCode::SERVICE_UNAVAILABLE {
-        return Err(res);
-    }
-    let (parts, body) = res.into_parts();
-    let bytes = to_bytes(body, 64 * 1024).await.unwrap_or_default();
-    let partition = serde_json::from_slice::<serde_json::Value>(&bytes).ok().and_then(|v| {
-        (v["type"] == "urn:frontrow:problem:not-owner")
-            .then(|| v["partition"].as_u64())
-            .flatten()
-    });
-    match partition {
-        Some(p) => Ok(p as u32),
-        None => Err(Response::from_parts(parts, Body::from(bytes))),
-    }
-}
+/// What a handler's `not-owner` refusal hands the forwarder, in the response's extensions: the
+/// partition this node does not serve (nothing was written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotOwner(pub u32);
 
 pub async fn forward_to_owner(State(fwd): State<Arc<Forwarder>>, req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
@@ -76,9 +64,8 @@ pub async fn forward_to_owner(State(fwd): State<Arc<Forwarder>>, req: Request, n
     let res = next
         .run(Request::from_parts(parts.clone(), Body::from(bytes.clone())))
         .await;
-    let partition = match not_owner(res).await {
-        Ok(p) => p,
-        Err(res) => return res,
+    let Some(&NotOwner(partition)) = res.extensions().get::<NotOwner>() else {
+        return res;
     };
     let unavailable = || {
         Problem::new(

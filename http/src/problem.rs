@@ -24,6 +24,10 @@ pub struct Problem {
     pub retry_after: Option<u32>,
     #[serde(skip)]
     pub www_authenticate: Option<&'static str>,
+    /// Typed facts for the server's own layers (a middleware reads them from the response's
+    /// extensions), never sent to the client.
+    #[serde(skip)]
+    pub hand_offs: axum::http::Extensions,
 }
 
 fn problem_uri<S: serde::Serializer>(slug: &&'static str, s: S) -> Result<S::Ok, S::Error> {
@@ -45,7 +49,15 @@ impl Problem {
             extra: None,
             retry_after: None,
             www_authenticate: None,
+            hand_offs: axum::http::Extensions::new(),
         }
+    }
+
+    /// Attaches a typed fact to the response for a layer of this server (e.g. which partition
+    /// a `not-owner` refusal is about, for the forwarder); the client never sees it.
+    pub fn hand_off<T: Clone + Send + Sync + 'static>(mut self, fact: T) -> Self {
+        self.hand_offs.insert(fact);
+        self
     }
 
     /// Adds a member to the body.
@@ -124,6 +136,7 @@ impl IntoResponse for Problem {
         if let Some(challenge) = self.www_authenticate {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
         }
+        res.extensions_mut().extend(self.hand_offs);
         res
     }
 }

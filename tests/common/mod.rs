@@ -58,9 +58,11 @@ pub fn settings(dir: &std::path::Path) -> Settings {
 }
 
 /// A `kafka://` journal setting on a topic of its own (broker from `FRONTROW_KAFKA_BROKERS`).
-pub fn kafka_journal() -> String {
-    let brokers = std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into());
-    format!("kafka://{brokers}/frontrow.test.app.{}", uuid::Uuid::new_v4().simple())
+pub fn kafka_journal() -> frontrow::settings::JournalChoice {
+    frontrow::settings::JournalChoice::Kafka {
+        brokers: std::env::var("FRONTROW_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".into()),
+        topic: format!("frontrow.test.app.{}", uuid::Uuid::new_v4().simple()),
+    }
 }
 
 impl TestApp {

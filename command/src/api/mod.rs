@@ -252,7 +252,8 @@ pub fn problem(e: CommandError) -> Problem {
             "no node is serving this event right now; retry shortly",
         )
         .with("partition", partition)
-        .retry_after(1),
+        .retry_after(1)
+        .hand_off(crate::forward::NotOwner(partition)),
     }
 }
 

@@ -512,6 +512,11 @@ impl App {
         // The peer's address is what the rate limits and stream caps key on.
         let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
         let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
+        // Leaving the group releases this node's partitions: they are stopping, not handed
+        // over in a rebalance, so their writers take the time to store a last snapshot.
+        if let Some(writers) = &writers {
+            writers.begin_shutdown();
+        }
         if let Some(membership) = membership {
             membership.leave().await;
         }

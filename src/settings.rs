@@ -170,8 +170,8 @@ impl Default for KafkaOptions {
         Self {
             replication: None,
             min_insync_replicas: None,
-            session_timeout_ms: 1500,
-            heartbeat_interval_ms: 250,
+            session_timeout_ms: 1000,
+            heartbeat_interval_ms: 200,
         }
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes, to_bytes};
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderName, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -81,8 +82,36 @@ pub async fn forward_to_owner(State(fwd): State<Arc<Forwarder>>, req: Request, n
         Some(owner) if owner != fwd.owners.node_url && !already_forwarded => owner,
         _ => return unavailable(),
     };
+    let sent = send(&fwd, &parts, &owner, bytes.clone());
+    // A keyed request whose owner the directory replaces while it waits for the answer (the
+    // owner was paused or died, and the group moved its partitions) is sent once more, to the
+    // new owner: the replaced one is fenced, and the key makes the retry answer whatever the
+    // first attempt did. Without a key the answer of the first owner is awaited.
+    let answer = if parts.headers.contains_key("idempotency-key") {
+        tokio::select! {
+            answer = sent => answer,
+            moved = fwd.owners.moved_from(partition, &owner) => {
+                if moved == fwd.owners.node_url {
+                    return unavailable();
+                }
+                debug!(partition, from = %owner, to = %moved, "the owner moved during a forward; sending it to the new one");
+                send(&fwd, &parts, &moved, bytes).await
+            }
+        }
+    } else {
+        sent.await
+    };
+    answer.unwrap_or_else(|e| {
+        warn!(partition, error = %e, "forward to owner failed");
+        unavailable()
+    })
+}
+
+/// Sends the request on to `owner` (marked forwarded, with the client's address) and returns
+/// the owner's answer.
+async fn send(fwd: &Forwarder, parts: &Parts, owner: &str, bytes: Bytes) -> anyhow::Result<Response> {
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    debug!(partition, %owner, path, "forwarding to the partition's owner");
+    debug!(%owner, path, "forwarding to the partition's owner");
     let mut request = fwd.client.request(parts.method.clone(), format!("{owner}{path}"));
     for (name, value) in &parts.headers {
         if !is_hop_by_hop(name) && name != "x-forwarded-for" {
@@ -94,22 +123,15 @@ pub async fn forward_to_owner(State(fwd): State<Arc<Forwarder>>, req: Request, n
     if let Some(client) = parts.extensions.get::<frontrow_http::limits::ClientAddr>() {
         request = request.header("x-forwarded-for", client.0.to_string());
     }
-    match request.header(FORWARDED, "1").body(bytes).send().await {
-        Ok(answer) => {
-            let mut res = Response::builder().status(answer.status());
-            for (name, value) in answer.headers() {
-                if !is_hop_by_hop(name) {
-                    res = res.header(name, value);
-                }
-            }
-            let body = answer.bytes().await.unwrap_or_else(|_| Bytes::new());
-            res.body(Body::from(body)).unwrap_or_else(|_| unavailable())
-        }
-        Err(e) => {
-            warn!(partition, %owner, error = %e, "forward to owner failed");
-            unavailable()
+    let answer = request.header(FORWARDED, "1").body(bytes).send().await?;
+    let mut res = Response::builder().status(answer.status());
+    for (name, value) in answer.headers() {
+        if !is_hop_by_hop(name) {
+            res = res.header(name, value);
         }
     }
+    let body = answer.bytes().await.unwrap_or_default();
+    Ok(res.body(Body::from(body))?)
 }
 
 fn is_hop_by_hop(name: &HeaderName) -> bool {

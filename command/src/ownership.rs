@@ -52,17 +52,30 @@ pub struct OwnershipSettings {
     pub replication: Option<i32>,
 }
 
+/// How long a revocation waits for its writers to drain before the rebalance goes on.
+const REVOKE_WAIT: Duration = Duration::from_secs(1);
+
 /// The smallest session timeout a broker with default settings accepts.
 pub const BROKER_DEFAULT_MIN_SESSION: Duration = Duration::from_secs(6);
 
 /// The partition -> owner URL directory, as last read from `<topic>.owners`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Owners {
     map: RwLock<HashMap<u32, String>>,
     pub node_url: String,
+    /// Bumped on every entry read, so a forward in flight learns that a partition moved.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl Owners {
+    pub fn new(node_url: String) -> Self {
+        Self {
+            map: RwLock::default(),
+            node_url,
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
     pub fn owner_of(&self, partition: u32) -> Option<String> {
         self.map
             .read()
@@ -70,6 +83,83 @@ impl Owners {
             .get(&partition)
             .cloned()
     }
+
+    /// Records that `url` now owns `partition`, and wakes whoever waits for a move.
+    pub fn set(&self, partition: u32, url: &str) {
+        self.map
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(partition, url.to_owned());
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Returns the new owner once the directory names another owner of `partition` than
+    /// `from` (a forward to `from` that has not answered is then moot: `from` was replaced,
+    /// and fencing refuses its writes).
+    pub async fn moved_from(&self, partition: u32, from: &str) -> String {
+        let mut changes = self.changes.subscribe();
+        loop {
+            match self.owner_of(partition) {
+                Some(now) if now != from => return now,
+                _ => {}
+            }
+            if changes.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+}
+
+/// One entry of the owner directory as written: `url` began serving `partition` at `at_ms`
+/// (the record's creation time, milliseconds since the Unix epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Announcement {
+    pub partition: u32,
+    pub url: String,
+    pub at_ms: i64,
+}
+
+/// Every announcement in the owner directory of the events topic `topic`, oldest first (a
+/// compacted topic: once the broker has compacted it, only the newest per partition remain).
+/// Blocking; for the harness's failover figures.
+pub fn directory_history(brokers: &str, topic: &str, timeout: Duration) -> anyhow::Result<Vec<Announcement>> {
+    let directory = format!("{topic}.owners");
+    let reader: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "frontrow-owner-history")
+        .set("enable.auto.commit", "false")
+        .create()?;
+    let (low, high) = reader.fetch_watermarks(&directory, 0, timeout)?;
+    let mut history = Vec::new();
+    if high <= low {
+        return Ok(history);
+    }
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(&directory, 0, Offset::Beginning)?;
+    reader.assign(&tpl)?;
+    let deadline = std::time::Instant::now() + timeout;
+    while std::time::Instant::now() < deadline {
+        let Some(Ok(m)) = reader.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        if let (Some((partition, url)), Some(at_ms)) = (entry(&m), m.timestamp().to_millis()) {
+            history.push(Announcement {
+                partition,
+                url: url.to_owned(),
+                at_ms,
+            });
+        }
+        if m.offset() + 1 >= high {
+            return Ok(history);
+        }
+    }
+    anyhow::bail!("the owner directory {directory} was not read to its end within {timeout:?}")
+}
+
+/// A directory record's partition (its key) and owner URL (its value).
+fn entry(m: &impl Message) -> Option<(u32, &str)> {
+    let partition = std::str::from_utf8(m.key()?).ok()?.parse().ok()?;
+    Some((partition, std::str::from_utf8(m.payload()?).ok()?))
 }
 
 /// A running group membership; dropping it leaves the group.
@@ -111,13 +201,33 @@ impl ConsumerContext for GroupContext {
             // All at once: the group's rebalance (every partition's next owner) waits for this.
             let partitions: Vec<u32> = tpl.elements().iter().map(|e| e.partition() as u32).collect();
             info!(?partitions, "partitions revoked; draining their writers");
-            let mut drains = tokio::task::JoinSet::new();
-            for &partition in &partitions {
-                let writers = self.writers.clone();
-                drains.spawn_on(async move { writers.release(partition).await }, &self.runtime);
+            let drains: Vec<_> = partitions
+                .iter()
+                .map(|&partition| {
+                    let writers = self.writers.clone();
+                    self.runtime.spawn(async move { writers.release(partition).await })
+                })
+                .collect();
+            // A drain finishes the batch in hand; with a broker away that batch's append can
+            // stall for seconds, and the whole group's next assignment would wait for it. Past
+            // REVOKE_WAIT the drains go on by themselves: the next owner's claim fences this
+            // node's producer, so a stalled append either landed before the claim (and the
+            // next owner restores it) or fails, and this process starts no second writer of a
+            // partition before the first has ended (Writers::release).
+            let drained = self.runtime.block_on(async {
+                tokio::time::timeout(REVOKE_WAIT, async {
+                    for drain in drains {
+                        let _ = drain.await;
+                    }
+                })
+                .await
+            });
+            if drained.is_err() {
+                warn!(
+                    ?partitions,
+                    "revoked writers still draining; the rebalance goes on without them"
+                );
             }
-            self.runtime
-                .block_on(async { while drains.join_next().await.is_some() {} });
         }
     }
 
@@ -128,6 +238,8 @@ impl ConsumerContext for GroupContext {
         if let Err(e) = consumer.pause(tpl) {
             warn!(error = %e, "could not pause assigned partitions");
         }
+        let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+        info!(?partitions, "partitions assigned; acquiring them");
         for e in tpl.elements() {
             let partition = e.partition() as u32;
             // Taken here, in the callback, so a revocation that arrives before the spawned
@@ -197,10 +309,7 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
             anyhow::bail!("creating {name}: {code}");
         }
     }
-    let owners = Arc::new(Owners {
-        map: RwLock::default(),
-        node_url: settings.node_url.clone(),
-    });
+    let owners = Arc::new(Owners::new(settings.node_url.clone()));
     let stop = Arc::new(AtomicBool::new(false));
 
     let tail: BaseConsumer = ClientConfig::new()
@@ -218,14 +327,8 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
             while !stop.load(Ordering::SeqCst) {
                 match tail.poll(Duration::from_millis(100)) {
                     Some(Ok(m)) => {
-                        let partition = m.key().and_then(|k| std::str::from_utf8(k).ok()?.parse::<u32>().ok());
-                        let url = m.payload().and_then(|p| std::str::from_utf8(p).ok());
-                        if let (Some(partition), Some(url)) = (partition, url) {
-                            owners
-                                .map
-                                .write()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .insert(partition, url.to_owned());
+                        if let Some((partition, url)) = entry(&m) {
+                            owners.set(partition, url);
                         }
                     }
                     Some(Err(e)) => warn!(error = %e, "owner directory read failed"),
@@ -247,6 +350,12 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
         directory,
         node_url: settings.node_url.clone(),
     };
+    info!(
+        session_ms = settings.session_timeout.as_millis(),
+        heartbeat_ms = settings.heartbeat_interval.min(settings.session_timeout / 3).as_millis(),
+        group = %settings.group,
+        "joining the command group"
+    );
     let member = group_member(&settings, settings.session_timeout, context)?;
     let member_thread = {
         let stop = stop.clone();

@@ -25,7 +25,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -199,6 +199,9 @@ struct WritersInner {
     /// other processes, not this process's own writers, so the second writer's decisions would
     /// miss the first one's records.
     acquiring: Vec<tokio::sync::Mutex<()>>,
+    /// The process is stopping ([`Writers::begin_shutdown`]): a writer that ends now waits
+    /// longer for its last snapshot, since no rebalance waits on it and the next start reads it.
+    stopping: Arc<AtomicBool>,
 }
 
 impl Writers {
@@ -213,6 +216,7 @@ impl Writers {
                 assigned: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 reacquiring: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 acquiring: (0..journal.partitions()).map(|_| Default::default()).collect(),
+                stopping: Arc::default(),
                 journal,
                 clock,
                 config,
@@ -285,6 +289,7 @@ impl Writers {
             since_snapshot: 0,
             snapshot_every: inner.config.snapshot_every,
             saving: None,
+            stopping: inner.stopping.clone(),
         };
         let generation = assignment;
         writer.restore().await?;
@@ -357,8 +362,16 @@ impl Writers {
         }
     }
 
+    /// Says that the process is stopping: the writers released from now on (by leaving the
+    /// group, or by [`shutdown`](Self::shutdown)) wait up to 3 s for their last snapshot
+    /// instead of a rebalance's 0.5 s.
+    pub fn begin_shutdown(&self) {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+    }
+
     /// Releases every partition (graceful shutdown).
     pub async fn shutdown(&self) {
+        self.begin_shutdown();
         for partition in 0..self.partitions() {
             self.release(partition).await;
         }
@@ -499,14 +512,21 @@ struct Writer {
     snapshot_every: u64,
     /// The snapshot being stored in the background, if any.
     saving: Option<tokio::task::JoinHandle<()>>,
+    /// See [`WritersInner::stopping`].
+    stopping: Arc<AtomicBool>,
 }
 
 /// The format of a partition snapshot's current version: the one the query side reads
 /// (`frontrow_schema::snapshot`), pinned by `tests/golden/partition_snapshot_v1.json`.
 const SNAPSHOT_VERSION: u32 = frontrow_schema::snapshot::PARTITION_SNAPSHOT_VERSION;
-/// How long a stopping writer waits for its last snapshot to be stored before it lets the
-/// store finish in the background.
+/// How long a writer that ends because the process stops waits for its last snapshot to be
+/// stored before it lets the store finish in the background.
 const SNAPSHOT_AT_STOP: Duration = Duration::from_secs(3);
+/// The same wait for a writer released in a rebalance: the group's next assignment waits for
+/// it, so it is no longer than a store takes with the brokers well (0.1-0.4 s in the chaos
+/// runs; 2 s and more while a broker is away). A store that takes longer still lands: the next
+/// owner then restores from the snapshot before it and reads a longer tail.
+const SNAPSHOT_AT_HANDOVER: Duration = Duration::from_millis(500);
 
 /// A partition's state as of `last`: restoring it and reading on from `next` equals a replay.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -719,8 +739,13 @@ impl Writer {
         // The save may wait on a broker that is away; a release (a rebalance waits for it) must
         // not. It goes on in the background: a snapshot is a cache, and one stored late is still
         // a true state of the log up to its mark.
+        let wait = if self.stopping.load(Ordering::SeqCst) {
+            SNAPSHOT_AT_STOP
+        } else {
+            SNAPSHOT_AT_HANDOVER
+        };
         if let Some(saving) = self.saving.take()
-            && tokio::time::timeout(SNAPSHOT_AT_STOP, saving).await.is_err()
+            && tokio::time::timeout(wait, saving).await.is_err()
         {
             info!(
                 partition = self.partition,

@@ -1,6 +1,7 @@
 # HAProxy from Debian's packages in front of the command nodes: one address for clients,
 # round-robin over the nodes, each checked on `GET /ready` every 500 ms (down after 2 failures,
-# up after 2 passes); a request whose connection is refused goes to another node.
+# up after 2 passes; a node taken out has its open requests cut); a request whose connection is
+# refused goes to another node.
 # Sourced by lib.sh; defines balancer_{running,prepare,start,wait,ready,down} and
 # balancer_config (the config for any port and node list; deploy/local/balancer-config.sh).
 # Listens on 127.0.0.1:18080 (FRONTROW_BALANCER_PORT) over FRONTROW_BALANCER_NODES
@@ -45,7 +46,9 @@ backend command
     balance roundrobin
     option httpchk GET /ready
     http-check expect status 200
-    default-server inter 500ms fastinter 250ms downinter 500ms rise 2 fall 2
+    # A node taken out (it stopped answering its check: dead or paused) has the requests it
+    # holds cut, so their clients retry on a live node at once instead of waiting on it.
+    default-server inter 500ms fastinter 250ms downinter 500ms rise 2 fall 2 on-marked-down shutdown-sessions
 CONF
   for node in "${nodes[@]}"; do
     i=$((i + 1))

@@ -87,7 +87,7 @@ transaction.state.log.min.isr=$8
 share.coordinator.state.topic.replication.factor=$7
 share.coordinator.state.topic.min.isr=$8
 group.initial.rebalance.delay.ms=0
-# FrontRow's command group fails over within its session timeout (1.5 s by default).
+# FrontRow's command group fails over within its session timeout (1 s by default).
 group.min.session.timeout.ms=1000
 PROPS
 }

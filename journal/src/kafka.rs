@@ -122,6 +122,10 @@ fn kafka_err(e: KafkaError) -> JournalError {
     JournalError::Storage(format!("kafka: {e}"))
 }
 
+/// How long each try of a claim waits before it starts over with a fresh producer (see
+/// [`Inner::producer`]); the last try waits [`CALL_TIMEOUT`].
+const CLAIM_TRIES: [Duration; 3] = [Duration::from_millis(250), Duration::from_millis(400), CALL_TIMEOUT];
+
 /// The longest a read's seek waits for the topic's metadata (see [`Inner::read_blocking`]).
 const METADATA_HINT: Duration = Duration::from_secs(1);
 
@@ -433,7 +437,7 @@ impl Inner {
             return Ok(p.clone());
         }
         let transactional_id = format!("frontrow-writer.{}.{partition}", self.settings.topic);
-        let producer: FutureProducer = ClientConfig::new()
+        let config = ClientConfig::new()
             .set("bootstrap.servers", &self.settings.brokers)
             .set("transactional.id", &transactional_id)
             .set("enable.idempotence", "true")
@@ -441,14 +445,39 @@ impl Inner {
             .set("linger.ms", "0")
             .set("transaction.timeout.ms", "10000")
             .set("message.timeout.ms", "10000")
-            .create()
-            .map_err(kafka_err)?;
-        let producer = Arc::new(producer);
-        let p = producer.clone();
-        tokio::task::spawn_blocking(move || p.init_transactions(CALL_TIMEOUT))
-            .await
-            .map_err(|e| JournalError::Storage(e.to_string()))?
-            .map_err(kafka_err)?;
+            .clone();
+        // The claim of a failover: the dead writer's transaction is usually still open, and the
+        // coordinator answers the first InitProducerId with CONCURRENT_TRANSACTIONS while it
+        // aborts it, which librdkafka retries only after a fixed 500 ms. A fresh producer asks
+        // again at once, so a claim that has not finished in a short while starts over (each
+        // try fences the ones before it); the last try waits the full call timeout.
+        let mut tries = CLAIM_TRIES.iter().enumerate();
+        let producer = loop {
+            let Some((i, &wait)) = tries.next() else {
+                return Err(JournalError::Storage("kafka: no claim was tried".into()));
+            };
+            let producer: Arc<FutureProducer> = Arc::new(config.create().map_err(kafka_err)?);
+            let p = producer.clone();
+            let initialised = tokio::task::spawn_blocking(move || p.init_transactions(wait))
+                .await
+                .map_err(|e| JournalError::Storage(e.to_string()))?;
+            match initialised {
+                Ok(()) => break producer,
+                Err(e)
+                    if i + 1 < CLAIM_TRIES.len()
+                        && e.rdkafka_error_code() == Some(RDKafkaErrorCode::OperationTimedOut) =>
+                {
+                    debug!(
+                        partition,
+                        ?wait,
+                        "claim not done yet; asking again with a fresh producer"
+                    );
+                    // Gone before the next one asks, so no late answer of its can outrank it.
+                    let _ = tokio::task::spawn_blocking(move || drop(producer)).await;
+                }
+                Err(e) => return Err(kafka_err(e)),
+            }
+        };
         info!(
             partition,
             transactional_id, "partition claimed: earlier writers are fenced"
@@ -488,7 +517,12 @@ impl Inner {
                         return Ok(latest);
                     }
                 }
-                Some(Err(e)) => return Err(kafka_err(e)),
+                // A fresh consumer reports a bootstrap broker that is away (a broker killed,
+                // restarting) as an error while it reads on from the others: it is news, not
+                // the read's end. Before, one failed the whole restore, and the acquire waited
+                // out its retry pause.
+                Some(Err(e)) if Instant::now() > deadline => return Err(kafka_err(e)),
+                Some(Err(e)) => debug!(partition, error = %e, "snapshot read: passing over a consumer error"),
                 None if Instant::now() > deadline => {
                     return Err(JournalError::Storage("timed out reading the snapshot topic".into()));
                 }
@@ -601,8 +635,14 @@ impl Inner {
                     key: m.key().unwrap_or_default().to_vec(),
                     value: m.payload().unwrap_or_default().to_vec(),
                 }),
-                Some(Err(e)) if records.is_empty() && Instant::now() < deadline => error = Some(e),
-                Some(Err(e)) if records.is_empty() => return Err(kafka_err(e)),
+                // Kept, not returned: it fails the read below only if records were due (a
+                // restore that expects none, e.g. right after its snapshot, goes on).
+                Some(Err(e)) if records.is_empty() => {
+                    error = Some(e);
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                }
                 None if records.is_empty()
                     && Instant::now() < deadline
                     && position(&reader.consumer).is_none_or(|at| at < known_end) => {}
@@ -814,7 +854,9 @@ fn history_record(
                 return Ok(Some((m.offset(), mark, m.payload().unwrap_or_default().to_vec())));
             }
             Some(Ok(_)) => {}
-            Some(Err(e)) => return Err(kafka_err(e)),
+            // As in the snapshot read: a broker away is news until the deadline.
+            Some(Err(e)) if Instant::now() > deadline => return Err(kafka_err(e)),
+            Some(Err(_)) => {}
             None if Instant::now() > deadline => {
                 return Err(JournalError::Storage("timed out reading the snapshot history".into()));
             }

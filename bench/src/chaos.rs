@@ -22,6 +22,7 @@ use anyhow::Context;
 use frontrow::Settings;
 use frontrow::settings::JournalChoice;
 use frontrow_command::domain::{EventState, SeatState};
+use frontrow_command::ownership::Announcement;
 use frontrow_http::auth::Auth;
 use frontrow_projector::{Ledger, PgLedger, Projector};
 use frontrow_schema::EventId;
@@ -95,7 +96,21 @@ pub struct ChaosReport {
     pub worst_outage_s: BTreeMap<&'static str, f64>,
     /// Every outage longer than a second: `(kind, began_s, lasted_s)`.
     pub outages: Vec<(&'static str, f64, f64)>,
+    /// Per fault that stopped a command node (`kill-command`, `pause-command`): seconds from
+    /// the fault until every partition the node owned was served by another node, as the owner
+    /// directory records it (`None`: some partition was not announced by another node).
+    pub handovers: Vec<Handover>,
     pub faults: Vec<Fault>,
+}
+
+/// How long the partitions of a stopped command node went unserved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Handover {
+    pub kind: &'static str,
+    pub target: String,
+    pub at_s: f64,
+    pub partitions: Vec<u32>,
+    pub served_again_s: Option<f64>,
 }
 
 impl ChaosReport {
@@ -110,6 +125,27 @@ impl ChaosReport {
             .filter(|(k, _)| **k != "none")
             .map(|(_, v)| *v)
             .fold(0.0, f64::max)
+    }
+
+    /// The longest a stopped node's partitions went unserved, over the faults that moved any
+    /// (`None` if one was never served again).
+    pub fn worst_handover_s(&self) -> Option<f64> {
+        self.handovers
+            .iter()
+            .filter(|h| !h.partitions.is_empty())
+            .map(|h| h.served_again_s)
+            .try_fold(0.0, |worst, s| s.map(|s| f64::max(worst, s)))
+    }
+
+    /// `chaos: partitions of a stopped node served again within S s at worst (N node faults)`.
+    pub fn handover_summary(&self) -> String {
+        let moved = self.handovers.iter().filter(|h| !h.partitions.is_empty()).count();
+        match self.worst_handover_s() {
+            Some(s) => format!(
+                "chaos: partitions of a stopped node served again within {s:.2} s at worst ({moved} node faults)"
+            ),
+            None => format!("chaos: a stopped node's partition was never served again ({moved} node faults)"),
+        }
     }
 
     /// `chaos: lost N, sold twice N, worst failover S s, K faults`.
@@ -155,7 +191,7 @@ impl Node {
         command
             .env(
                 "FRONTROW_LOG",
-                "warn,sqlx=error,librdkafka=error,rdkafka=error,frontrow_command::ownership=info,frontrow_command::writer=info",
+                "warn,sqlx=error,librdkafka=error,rdkafka=error,frontrow_command::ownership=info,frontrow_command::writer=info,frontrow_journal::kafka=info",
             )
             .arg("--config")
             .arg(&self.config)
@@ -827,6 +863,7 @@ async fn check(
     Projector::new(journal.clone(), fresh.clone(), 1000).catch_up().await?;
     let ledger_equals_log = caught_up && serving.dump().await? == fresh.dump().await?;
 
+    let handovers = handovers_of(d, config, fans, &faults).await?;
     let timelines = fans.timelines.lock().expect("timelines");
     let (worst_outage_s, outages) = outages(&timelines, &faults);
     Ok(ChaosReport {
@@ -841,8 +878,64 @@ async fn check(
         ledger_equals_log,
         worst_outage_s,
         outages,
+        handovers,
         faults,
     })
+}
+
+/// The handover of every node fault, from the owner directory the command nodes wrote.
+async fn handovers_of(
+    d: &Deployment,
+    config: &ChaosConfig,
+    fans: &Fans,
+    faults: &[Fault],
+) -> anyhow::Result<Vec<Handover>> {
+    let JournalChoice::Kafka { topic, .. } = &d.journal else {
+        anyhow::bail!("a chaos run is on Kafka");
+    };
+    let (brokers, topic) = (config.brokers.clone(), topic.clone());
+    let history = tokio::task::spawn_blocking(move || {
+        frontrow_command::ownership::directory_history(&brokers, &topic, Duration::from_secs(30))
+    })
+    .await??;
+    // The run's clock in the directory's: milliseconds since the epoch at `fans.start`.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64;
+    let start_ms = now_ms - fans.start.elapsed().as_millis() as i64;
+    let urls: HashMap<&str, String> = d.commands.iter().map(|n| (n.name.as_str(), n.url())).collect();
+    Ok(faults
+        .iter()
+        .filter_map(|f| Some((f, urls.get(f.target.as_str())?)))
+        .map(|(f, url)| handover(&history, f, url, start_ms))
+        .collect())
+}
+
+/// How long after `fault` (on the node at `url`) every partition the directory said `url`
+/// owned was announced by another node.
+fn handover(history: &[Announcement], fault: &Fault, url: &str, start_ms: i64) -> Handover {
+    let at_ms = start_ms + (fault.at_s * 1000.0) as i64;
+    let mut owner: BTreeMap<u32, &str> = BTreeMap::new();
+    for a in history.iter().filter(|a| a.at_ms <= at_ms) {
+        owner.insert(a.partition, &a.url);
+    }
+    let partitions: Vec<u32> = owner.iter().filter(|(_, u)| **u == url).map(|(p, _)| *p).collect();
+    let served_again_ms = partitions
+        .iter()
+        .map(|p| {
+            history
+                .iter()
+                .find(|a| a.partition == *p && a.at_ms > at_ms && a.url != url)
+                .map(|a| a.at_ms - at_ms)
+        })
+        .try_fold(0, |worst, ms| ms.map(|ms| worst.max(ms)));
+    Handover {
+        kind: fault.kind,
+        target: fault.target.clone(),
+        at_s: fault.at_s,
+        partitions,
+        served_again_s: served_again_ms.map(|ms| ms as f64 / 1000.0),
+    }
 }
 
 #[cfg(test)]
@@ -856,6 +949,33 @@ mod tests {
             at_s,
             restored_s,
         }
+    }
+
+    #[test]
+    fn a_handover_lasts_until_the_last_partition_of_the_stopped_node_is_announced_elsewhere() {
+        let at = |partition, url: &str, at_ms| Announcement {
+            partition,
+            url: url.into(),
+            at_ms,
+        };
+        let history = [
+            at(0, "a", 1_000),
+            at(1, "b", 1_000),
+            at(2, "a", 1_000),
+            // The fault is at 10 s; a's partitions move to b and c, and then 2 comes back to a.
+            at(0, "b", 11_200),
+            at(2, "c", 11_800),
+            at(2, "a", 16_000),
+        ];
+        let h = handover(&history, &fault("kill-command", 9.0, 12.0), "a", 1_000);
+        assert_eq!(h.partitions, [0, 2]);
+        assert_eq!(h.served_again_s, Some(1.8));
+        // A partition nobody else announced is no handover.
+        let h = handover(&history[..4], &fault("kill-command", 9.0, 12.0), "a", 1_000);
+        assert_eq!(h.served_again_s, None);
+        // A node that owned nothing hands nothing over.
+        let h = handover(&history, &fault("pause-command", 9.0, 12.0), "d", 1_000);
+        assert!(h.partitions.is_empty() && h.served_again_s == Some(0.0));
     }
 
     #[test]

@@ -186,6 +186,7 @@ async fn chaos(args: Chaos) -> anyhow::Result<()> {
     };
     let report = frontrow_bench::chaos::run(&config).await?;
     println!("{}", serde_json::to_string_pretty(&report)?);
+    println!("{}", report.handover_summary());
     println!("{}", report.summary());
     anyhow::ensure!(report.passed(), "the chaos run found a loss or a disagreement");
     Ok(())

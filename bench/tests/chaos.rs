@@ -26,7 +26,7 @@ async fn a_minute_of_faults_loses_nothing_and_sells_no_seat_twice() {
         out_dir: out.path().to_path_buf(),
     };
     let report = run(&config).await.unwrap();
-    eprintln!("{report:#?}\n{}", report.summary());
+    eprintln!("{report:#?}\n{}\n{}", report.handover_summary(), report.summary());
     assert!(report.faults.len() >= 2, "fewer than two faults: {:?}", report.faults);
     assert!(report.reservations_acknowledged > 0, "nobody got a seat");
     assert!(report.payments_acknowledged > 0, "nobody paid");
@@ -34,4 +34,11 @@ async fn a_minute_of_faults_loses_nothing_and_sells_no_seat_twice() {
     assert_eq!(report.sold_twice, 0, "seats acknowledged to two reservations");
     assert!(report.map_equals_log, "the query node's maps differ from the log");
     assert!(report.ledger_equals_log, "the PostgreSQL ledger differs from the log");
+    // Every partition of a node that was killed or paused got another owner (how fast is
+    // reported, not asserted).
+    assert!(
+        report.handovers.iter().all(|h| h.served_again_s.is_some()),
+        "a stopped node's partition was never served by another: {:?}",
+        report.handovers
+    );
 }

@@ -415,8 +415,10 @@ impl Writers {
         }
     }
 
-    /// A writer stopped because it was fenced while this process is still meant to own the
-    /// partition (a late claim from an acquire that lost a rebalance race): take it back.
+    /// A request found no writer for a partition this process is meant to own: its acquire is
+    /// still under way (the common case, right after an assignment), or its writer stopped
+    /// because it was fenced (a late claim from an acquire that lost a rebalance race). Take it
+    /// (back); an acquire under way finishes first, and this one then finds it served.
     fn reacquire_if_assigned(&self, partition: u32) {
         let inner = &self.inner;
         if !inner.assigned[partition as usize].load(Ordering::SeqCst)
@@ -426,9 +428,9 @@ impl Writers {
         }
         let writers = self.clone();
         tokio::spawn(async move {
-            warn!(
+            info!(
                 partition,
-                "writer was fenced while assigned here; acquiring the partition again"
+                "a request found the assigned partition unserved (acquiring, or fenced); acquiring it"
             );
             writers.inner.mailboxes[partition as usize]
                 .write()

@@ -463,15 +463,11 @@ impl Inner {
                 .map_err(|e| JournalError::Storage(e.to_string()))?;
             match initialised {
                 Ok(()) => break producer,
-                Err(e)
-                    if i + 1 < CLAIM_TRIES.len()
-                        && e.rdkafka_error_code() == Some(RDKafkaErrorCode::OperationTimedOut) =>
-                {
-                    debug!(
-                        partition,
-                        ?wait,
-                        "claim not done yet; asking again with a fresh producer"
-                    );
+                // A try that ran out of time answers with the error it last retried (the
+                // coordinator busy aborting, not yet elected, or moving), not with a timeout;
+                // only a fenced or fatal one ends the claim before the last try.
+                Err(e) if i + 1 < CLAIM_TRIES.len() && !is_fenced(&e) => {
+                    debug!(partition, ?wait, error = %e, "claim not done yet; asking again with a fresh producer");
                     // Gone before the next one asks, so no late answer of its can outrank it.
                     let _ = tokio::task::spawn_blocking(move || drop(producer)).await;
                 }
@@ -649,13 +645,17 @@ impl Inner {
                 Some(Err(_)) | None => break,
             }
         }
+        let position = position(&reader.consumer);
+        // An error fails the read only if records were due and the consumer did not get past
+        // them: a tail of transaction markers alone (right after a snapshot) is read to its end
+        // whatever a broker that is away made the consumer report meanwhile.
         if records.is_empty()
             && from < known_end
+            && position.is_none_or(|at| at < known_end)
             && let Some(e) = error
         {
             return Err(kafka_err(e));
         }
-        let position = position(&reader.consumer);
         let next = [Some(from), records.last().map(|r| r.offset + 1), position]
             .into_iter()
             .flatten()

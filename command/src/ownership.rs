@@ -395,3 +395,31 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
         threads: vec![tail_thread, member_thread],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_wait_for_a_move_ends_when_the_partition_names_another_owner() {
+        let owners = Arc::new(Owners::new("http://me".into()));
+        owners.set(3, "http://a");
+        let waiting = {
+            let owners = owners.clone();
+            tokio::spawn(async move { owners.moved_from(3, "http://a").await })
+        };
+        // Other partitions moving, or the same owner announced again, are not a move of 3.
+        owners.set(4, "http://b");
+        owners.set(3, "http://a");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "woke without a move");
+        owners.set(3, "http://c");
+        let moved = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(moved, "http://c");
+        // Already moved: answers at once.
+        assert_eq!(owners.moved_from(3, "http://a").await, "http://c");
+    }
+}

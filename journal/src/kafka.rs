@@ -631,31 +631,21 @@ impl Inner {
                     key: m.key().unwrap_or_default().to_vec(),
                     value: m.payload().unwrap_or_default().to_vec(),
                 }),
-                // Kept, not returned: it fails the read below only if records were due (a
-                // restore that expects none, e.g. right after its snapshot, goes on).
-                Some(Err(e)) if records.is_empty() => {
-                    error = Some(e);
-                    if Instant::now() >= deadline {
-                        break;
-                    }
-                }
+                Some(Err(e)) if records.is_empty() && Instant::now() < deadline => error = Some(e),
+                Some(Err(e)) if records.is_empty() => return Err(kafka_err(e)),
                 None if records.is_empty()
                     && Instant::now() < deadline
                     && position(&reader.consumer).is_none_or(|at| at < known_end) => {}
                 Some(Err(_)) | None => break,
             }
         }
-        let position = position(&reader.consumer);
-        // An error fails the read only if records were due and the consumer did not get past
-        // them: a tail of transaction markers alone (right after a snapshot) is read to its end
-        // whatever a broker that is away made the consumer report meanwhile.
         if records.is_empty()
             && from < known_end
-            && position.is_none_or(|at| at < known_end)
             && let Some(e) = error
         {
             return Err(kafka_err(e));
         }
+        let position = position(&reader.consumer);
         let next = [Some(from), records.last().map(|r| r.offset + 1), position]
             .into_iter()
             .flatten()

@@ -91,9 +91,6 @@ pub enum JournalChoice {
     Kafka { brokers: String, topic: String },
 }
 
-/// The events topic of a `kafka://BROKERS` journal that names none.
-pub const DEFAULT_TOPIC: &str = "frontrow.events";
-
 impl std::str::FromStr for JournalChoice {
     type Err = anyhow::Error;
 
@@ -109,7 +106,11 @@ impl std::str::FromStr for JournalChoice {
             !brokers.is_empty(),
             "journal {s:?}: kafka:// needs at least one broker address"
         );
-        let topic = if topic.is_empty() { DEFAULT_TOPIC } else { topic };
+        let topic = if topic.is_empty() {
+            frontrow_journal::DEFAULT_TOPIC
+        } else {
+            topic
+        };
         Ok(Self::Kafka {
             brokers: brokers.to_owned(),
             topic: topic.to_owned(),
@@ -362,7 +363,7 @@ mod tests {
                 s.journal,
                 JournalChoice::Kafka {
                     brokers: "127.0.0.1:19092,127.0.0.1:19093".into(),
-                    topic: DEFAULT_TOPIC.into(),
+                    topic: frontrow_journal::DEFAULT_TOPIC.into(),
                 }
             );
             assert_eq!(s.search, SearchChoice::OpenSearch);

@@ -863,7 +863,7 @@ async fn check(
     Projector::new(journal.clone(), fresh.clone(), 1000).catch_up().await?;
     let ledger_equals_log = caught_up && serving.dump().await? == fresh.dump().await?;
 
-    let handovers = handovers_of(d, config, fans, &faults).await?;
+    let handovers = handovers_of(d, fans, &faults).await?;
     let timelines = fans.timelines.lock().expect("timelines");
     let (worst_outage_s, outages) = outages(&timelines, &faults);
     Ok(ChaosReport {
@@ -884,16 +884,10 @@ async fn check(
 }
 
 /// The handover of every node fault, from the owner directory the command nodes wrote.
-async fn handovers_of(
-    d: &Deployment,
-    config: &ChaosConfig,
-    fans: &Fans,
-    faults: &[Fault],
-) -> anyhow::Result<Vec<Handover>> {
-    let JournalChoice::Kafka { topic, .. } = &d.journal else {
+async fn handovers_of(d: &Deployment, fans: &Fans, faults: &[Fault]) -> anyhow::Result<Vec<Handover>> {
+    let JournalChoice::Kafka { brokers, topic } = d.journal.clone() else {
         anyhow::bail!("a chaos run is on Kafka");
     };
-    let (brokers, topic) = (config.brokers.clone(), topic.clone());
     let history = tokio::task::spawn_blocking(move || {
         frontrow_command::ownership::directory_history(&brokers, &topic, Duration::from_secs(30))
     })

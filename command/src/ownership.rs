@@ -68,7 +68,7 @@ pub struct Owners {
 }
 
 impl Owners {
-    pub fn new(node_url: String) -> Self {
+    fn new(node_url: String) -> Self {
         Self {
             map: RwLock::default(),
             node_url,
@@ -85,7 +85,7 @@ impl Owners {
     }
 
     /// Records that `url` now owns `partition`, and wakes whoever waits for a move.
-    pub fn set(&self, partition: u32, url: &str) {
+    fn set(&self, partition: u32, url: &str) {
         self.map
             .write()
             .unwrap_or_else(|e| e.into_inner())

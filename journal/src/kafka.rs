@@ -70,11 +70,14 @@ pub struct KafkaSettings {
     pub snapshot_history_retention: Duration,
 }
 
+/// The events topic when none is named (`kafka://BROKERS` without `/TOPIC`).
+pub const DEFAULT_TOPIC: &str = "frontrow.events";
+
 impl KafkaSettings {
     pub fn new(brokers: impl Into<String>, partitions: u32) -> Self {
         Self {
             brokers: brokers.into(),
-            topic: "frontrow.events".into(),
+            topic: DEFAULT_TOPIC.into(),
             partitions,
             replication: None,
             min_insync_replicas: None,

@@ -22,7 +22,8 @@ mod metered;
 mod sqlite;
 
 pub use kafka::{
-    DEFAULT_SNAPSHOT_HISTORY_RETENTION, KafkaJournal, KafkaSettings, default_min_insync, default_replication,
+    DEFAULT_SNAPSHOT_HISTORY_RETENTION, DEFAULT_TOPIC, KafkaJournal, KafkaSettings, default_min_insync,
+    default_replication,
 };
 pub use lag::LagMeter;
 pub use metered::Metered;

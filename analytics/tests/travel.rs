@@ -13,7 +13,7 @@ use frontrow_analytics::{At, TravelLimits, availability_at};
 use frontrow_command::clock::{Clock, ManualClock};
 use frontrow_command::domain::{Command, SeatSelection};
 use frontrow_command::writer::{Meta, Outcome, Request, WriterConfig, Writers};
-use frontrow_journal::{Journal, Position, SqliteJournal};
+use frontrow_journal::{Journal, MarkedSnapshot, Position, SqliteJournal};
 use frontrow_query::Catalog;
 use frontrow_schema::*;
 use serde_json::Value;
@@ -295,7 +295,7 @@ async fn past_maps_from_snapshots_on_kafka() {
 
 async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
     use frontrow_journal::SnapshotBound;
-    use frontrow_query::travel::replay_from_start;
+    use frontrow_query::travel::{ReplayFrom, replay_to};
 
     let start = Utc.with_ymd_and_hms(2027, 6, 1, 9, 0, 0).unwrap();
     let clock = Arc::new(ManualClock::new(start));
@@ -384,7 +384,7 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
             .snapshot_before(0, SnapshotBound::Offset(s.position.offset))
             .await
             .unwrap();
-        if let Some((mark, _)) = found
+        if let Some(MarkedSnapshot { mark, .. }) = found
             && !marks.contains(&mark)
         {
             marks.push(mark);
@@ -400,6 +400,16 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
     assert!(marks.len() >= 4, "snapshots between the instants: {marks:?}");
     assert!(marks.iter().all(|m| m.stamped_ms.is_some()), "{marks:?}");
 
+    // The reference: a replay of the log from its start, without snapshots.
+    let from_start = |at| {
+        replay_to(
+            journal.as_ref(),
+            event,
+            at,
+            TravelLimits::default(),
+            ReplayFrom::LogStart,
+        )
+    };
     let counts: Vec<&Value> = seen.iter().map(|s| &s.map["seats"]).collect();
     assert!(counts.windows(2).all(|w| w[0] != w[1]), "{counts:?}");
     for s in &seen {
@@ -411,10 +421,7 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
             let (status, over_http) = get(&catalog, &format!("/events/{event}/availability?at={query}")).await;
             assert_eq!(status, StatusCode::OK);
             assert_eq!(over_http, s.map, "at {at}");
-            let from_start = replay_from_start(journal.as_ref(), event, at, TravelLimits::default())
-                .await
-                .unwrap()
-                .unwrap();
+            let from_start = from_start(at).await.unwrap().unwrap();
             assert_eq!(
                 serde_json::to_value(from_start.availability()).unwrap(),
                 s.map,
@@ -431,10 +438,7 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
         let seeded = availability_at(journal.as_ref(), event, at, TravelLimits::default())
             .await
             .unwrap();
-        let replayed = replay_from_start(journal.as_ref(), event, at, TravelLimits::default())
-            .await
-            .unwrap()
-            .map(|e| e.availability());
+        let replayed = from_start(at).await.unwrap().map(|e| e.availability());
         assert!(seeded.is_some());
         assert_eq!(seeded, replayed, "at snapshot {mark:?}");
     }
@@ -446,7 +450,7 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
         batch: 2,
     };
     assert!(matches!(
-        replay_from_start(journal.as_ref(), event, last, small).await,
+        replay_to(journal.as_ref(), event, last, small, ReplayFrom::LogStart).await,
         Err(frontrow_analytics::TravelError::TooDeep { .. })
     ));
     let near = availability_at(journal.as_ref(), event, last, small)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Journal, JournalError, Record, SnapshotBound, SnapshotMark};
+use crate::{Journal, JournalError, MarkedSnapshot, Record, SnapshotBound, SnapshotMark};
 
 /// Opens journals for the suite.
 #[async_trait]
@@ -254,17 +254,18 @@ pub async fn snapshot_history_finds_the_newest_within_a_bound(h: &dyn Harness) {
             None
         );
     }
-    let mark = |last, stamped_ms| SnapshotMark { last, stamped_ms };
+    let marked = |last, stamped_ms, bytes: &[u8]| MarkedSnapshot {
+        mark: SnapshotMark { last, stamped_ms },
+        bytes: bytes.to_vec(),
+    };
     // Partition 0: snapshots covering offsets 9, 19, 29 and 39, stamped at 1000, 2000, ... ms;
     // the one covering 29 was stamped by a writer that did not know the time.
     for (i, last) in [9u64, 19, 29, 39].into_iter().enumerate() {
         let stamped = (last != 29).then_some((i as i64 + 1) * 1000);
         let bytes = format!("p0@{last}").into_bytes();
-        j.save_snapshot_at(0, mark(last, stamped), bytes).await.unwrap();
+        j.save_snapshot_at(0, marked(last, stamped, &bytes)).await.unwrap();
     }
-    j.save_snapshot_at(1, mark(4, Some(500)), b"p1@4".to_vec())
-        .await
-        .unwrap();
+    j.save_snapshot_at(1, marked(4, Some(500), b"p1@4")).await.unwrap();
     drop(j);
     let j = h.open(name, 2).await;
     assert_eq!(j.load_snapshot(0).await.unwrap(), Some(b"p0@39".to_vec()));
@@ -283,11 +284,11 @@ pub async fn snapshot_history_finds_the_newest_within_a_bound(h: &dyn Harness) {
     for (offset, want) in by_offset {
         let got = j.snapshot_before(0, SnapshotBound::Offset(offset)).await.unwrap();
         assert_eq!(
-            got.as_ref().map(|(m, _)| m.last),
+            got.as_ref().map(|s| s.mark.last),
             want,
             "newest snapshot covering at most offset {offset}"
         );
-        if let Some((m, bytes)) = got {
+        if let Some(MarkedSnapshot { mark: m, bytes }) = got {
             assert_eq!(bytes, format!("p0@{}", m.last).into_bytes());
             assert_eq!(m.stamped_ms, (m.last != 29).then(|| (m.last as i64 + 1) / 10 * 1000));
         }
@@ -301,10 +302,10 @@ pub async fn snapshot_history_finds_the_newest_within_a_bound(h: &dyn Harness) {
         (4000, Some(39)),
     ] {
         let got = j.snapshot_before(0, SnapshotBound::StampedMs(t)).await.unwrap();
-        assert_eq!(got.map(|(m, _)| m.last), want, "newest snapshot stamped at most {t} ms");
+        assert_eq!(got.map(|s| s.mark.last), want, "newest snapshot stamped at most {t} ms");
     }
     let other = j.snapshot_before(1, SnapshotBound::Offset(100)).await.unwrap();
-    assert_eq!(other, Some((mark(4, Some(500)), b"p1@4".to_vec())));
+    assert_eq!(other, Some(marked(4, Some(500), b"p1@4")));
     assert_eq!(j.snapshot_before(1, SnapshotBound::Offset(3)).await.unwrap(), None);
     assert!(matches!(
         j.snapshot_before(2, SnapshotBound::Offset(0)).await,

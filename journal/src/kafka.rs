@@ -42,8 +42,8 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::{
-    Backend, Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord, blocking,
-    run_blocking,
+    Backend, Batch, Journal, JournalError, MarkedSnapshot, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord,
+    blocking, run_blocking,
 };
 
 /// How long a broker call may take before the journal reports it unavailable.
@@ -536,7 +536,7 @@ impl Inner {
         &self,
         partition: u32,
         bound: SnapshotBound,
-    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+    ) -> Result<Option<MarkedSnapshot>, JournalError> {
         let topic = history_topic(&self.settings.topic);
         let c = snapshot_consumer(&self.settings.brokers, "frontrow-snapshot-history-reader")?;
         let (low, high) = c
@@ -565,7 +565,7 @@ impl Inner {
             };
             match found {
                 Some((at, mark, bytes)) if bound.admits(&mark) => {
-                    best = Some((mark, bytes));
+                    best = Some(MarkedSnapshot { mark, bytes });
                     lo = at + 1;
                 }
                 _ => hi = mid,
@@ -761,32 +761,27 @@ impl Journal for KafkaJournal {
         .await
     }
 
-    async fn save_snapshot_at(
-        &self,
-        partition: u32,
-        mark: SnapshotMark,
-        snapshot: Vec<u8>,
-    ) -> Result<(), JournalError> {
+    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
         self.inner.check(partition)?;
         let topic = history_topic(&self.inner.settings.topic);
-        let key = serde_json::to_vec(&mark).map_err(|e| JournalError::Storage(e.to_string()))?;
+        let key = serde_json::to_vec(&snapshot.mark).map_err(|e| JournalError::Storage(e.to_string()))?;
         let record = FutureRecord::to(&topic)
             .partition(partition as i32)
             .key(&key)
-            .payload(&snapshot);
+            .payload(&snapshot.bytes);
         self.inner
             .snapshots
             .send(record, CALL_TIMEOUT)
             .await
             .map_err(|(e, _)| kafka_err(e))?;
-        self.save_snapshot(partition, snapshot).await
+        self.save_snapshot(partition, snapshot.bytes).await
     }
 
     async fn snapshot_before(
         &self,
         partition: u32,
         bound: SnapshotBound,
-    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+    ) -> Result<Option<MarkedSnapshot>, JournalError> {
         run_blocking(&self.inner, partition, move |inner| {
             inner.snapshot_before_blocking(partition, bound)
         })

@@ -109,6 +109,13 @@ pub struct SnapshotMark {
     pub stamped_ms: Option<i64>,
 }
 
+/// A snapshot of a partition's history: what it covers and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkedSnapshot {
+    pub mark: SnapshotMark,
+    pub bytes: Vec<u8>,
+}
+
 /// Which snapshots of a partition's history a lookup may return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SnapshotBound {
@@ -235,18 +242,12 @@ pub trait Journal: Send + Sync + 'static {
     }
 
     /// Stores a snapshot as the latest (what [`load_snapshot`](Journal::load_snapshot) returns)
-    /// and also keeps it in the partition's snapshot history under `mark`, so that
+    /// and also keeps it in the partition's snapshot history under its mark, so that
     /// [`snapshot_before`](Journal::snapshot_before) can find it later. The history keeps a
     /// bounded number of snapshots (each journal says how). A journal without a history only
     /// stores the latest.
-    async fn save_snapshot_at(
-        &self,
-        partition: u32,
-        mark: SnapshotMark,
-        snapshot: Vec<u8>,
-    ) -> Result<(), JournalError> {
-        let _ = mark;
-        self.save_snapshot(partition, snapshot).await
+    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
+        self.save_snapshot(partition, snapshot.bytes).await
     }
 
     /// The newest snapshot in `partition`'s history that is within `bound`, with its mark, or
@@ -255,7 +256,7 @@ pub trait Journal: Send + Sync + 'static {
         &self,
         partition: u32,
         bound: SnapshotBound,
-    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+    ) -> Result<Option<MarkedSnapshot>, JournalError> {
         let _ = (partition, bound);
         Ok(None)
     }

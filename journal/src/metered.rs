@@ -11,7 +11,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use crate::{Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark};
+use crate::{Batch, Journal, JournalError, MarkedSnapshot, Offset, Record, SnapshotBound};
 
 /// `inner`, with metrics.
 pub struct Metered<J: ?Sized> {
@@ -85,14 +85,9 @@ impl<J: Journal + ?Sized> Journal for Metered<J> {
         self.inner.writes_commit_markers()
     }
 
-    async fn save_snapshot_at(
-        &self,
-        partition: u32,
-        mark: SnapshotMark,
-        snapshot: Vec<u8>,
-    ) -> Result<(), JournalError> {
-        let bytes = snapshot.len();
-        let result = self.inner.save_snapshot_at(partition, mark, snapshot).await;
+    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
+        let bytes = snapshot.bytes.len();
+        let result = self.inner.save_snapshot_at(partition, snapshot).await;
         self.count_snapshot(partition, bytes, result.is_ok());
         result
     }
@@ -101,7 +96,7 @@ impl<J: Journal + ?Sized> Journal for Metered<J> {
         &self,
         partition: u32,
         bound: SnapshotBound,
-    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+    ) -> Result<Option<MarkedSnapshot>, JournalError> {
         self.inner.snapshot_before(partition, bound).await
     }
 

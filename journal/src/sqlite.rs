@@ -25,7 +25,8 @@ use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::watch;
 
 use crate::{
-    Backend, Batch, Journal, JournalError, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord, run_blocking,
+    Backend, Batch, Journal, JournalError, MarkedSnapshot, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord,
+    run_blocking,
 };
 
 /// How many snapshots per partition the history keeps unless told otherwise.
@@ -241,7 +242,8 @@ impl Inner {
         Ok(())
     }
 
-    fn save_snapshot_at(&self, partition: u32, mark: SnapshotMark, bytes: Vec<u8>) -> Result<(), JournalError> {
+    fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
+        let MarkedSnapshot { mark, bytes } = snapshot;
         let keep = self.keep_snapshots.load(Ordering::Relaxed).max(1);
         let mut conn = self.snapshots.lock().map_err(storage)?;
         let tx = conn.transaction().map_err(storage)?;
@@ -267,11 +269,7 @@ impl Inner {
         tx.commit().map_err(storage)
     }
 
-    fn snapshot_before(
-        &self,
-        partition: u32,
-        bound: SnapshotBound,
-    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+    fn snapshot_before(&self, partition: u32, bound: SnapshotBound) -> Result<Option<MarkedSnapshot>, JournalError> {
         let conn = self.snapshots.lock().map_err(storage)?;
         // The mark first, then only its snapshot: a query that returned the blob would carry
         // every candidate's blob through its sort.
@@ -303,7 +301,10 @@ impl Inner {
             .map_err(storage)?;
         let mut rows = stmt.query(params![partition, mark.last as i64]).map_err(storage)?;
         match rows.next().map_err(storage)? {
-            Some(row) => Ok(Some((mark, row.get(0).map_err(storage)?))),
+            Some(row) => Ok(Some(MarkedSnapshot {
+                mark,
+                bytes: row.get(0).map_err(storage)?,
+            })),
             // Deleted by a save in between: as if there were none.
             None => Ok(None),
         }
@@ -335,14 +336,9 @@ impl Journal for SqliteJournal {
         run_blocking(&self.inner, partition, move |inner| inner.load_snapshot(partition)).await
     }
 
-    async fn save_snapshot_at(
-        &self,
-        partition: u32,
-        mark: SnapshotMark,
-        snapshot: Vec<u8>,
-    ) -> Result<(), JournalError> {
+    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
         run_blocking(&self.inner, partition, move |inner| {
-            inner.save_snapshot_at(partition, mark, snapshot)
+            inner.save_snapshot_at(partition, snapshot)
         })
         .await
     }
@@ -351,7 +347,7 @@ impl Journal for SqliteJournal {
         &self,
         partition: u32,
         bound: SnapshotBound,
-    ) -> Result<Option<(SnapshotMark, Vec<u8>)>, JournalError> {
+    ) -> Result<Option<MarkedSnapshot>, JournalError> {
         run_blocking(&self.inner, partition, move |inner| {
             inner.snapshot_before(partition, bound)
         })

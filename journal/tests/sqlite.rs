@@ -38,7 +38,7 @@ fn partition_count_cannot_change_under_existing_data() {
 
 #[tokio::test]
 async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
-    use frontrow_journal::{SnapshotBound, SnapshotMark};
+    use frontrow_journal::{MarkedSnapshot, SnapshotBound, SnapshotMark};
 
     let dir = tempfile::tempdir().unwrap();
     let journal = SqliteJournal::open(&dir.path().join("j.db"), 2).unwrap();
@@ -48,19 +48,22 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
             last: last * 10,
             stamped_ms: Some(last as i64),
         };
+        let bytes = last.to_string().into_bytes();
         journal
-            .save_snapshot_at(0, mark, last.to_string().into_bytes())
+            .save_snapshot_at(0, MarkedSnapshot { mark, bytes })
             .await
             .unwrap();
     }
     journal
         .save_snapshot_at(
             1,
-            SnapshotMark {
-                last: 5,
-                stamped_ms: None,
+            MarkedSnapshot {
+                mark: SnapshotMark {
+                    last: 5,
+                    stamped_ms: None,
+                },
+                bytes: b"p1".to_vec(),
             },
-            b"p1".to_vec(),
         )
         .await
         .unwrap();
@@ -72,7 +75,7 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
                 .snapshot_before(0, SnapshotBound::Offset(offset))
                 .await
                 .unwrap()
-                .map(|(m, _)| m.last)
+                .map(|s| s.mark.last)
         }
     };
     assert_eq!(found(1000).await, Some(90));
@@ -94,7 +97,11 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
             last: last * 10,
             stamped_ms: None,
         };
-        journal.save_snapshot_at(0, mark, Vec::new()).await.unwrap();
+        let bytes = Vec::new();
+        journal
+            .save_snapshot_at(0, MarkedSnapshot { mark, bytes })
+            .await
+            .unwrap();
     }
     assert_eq!(found(75).await, Some(70));
 }
@@ -103,7 +110,7 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
 /// write connection or its WAL; they survive a reopen like the journal does.
 #[tokio::test]
 async fn snapshots_live_beside_the_journal_not_in_it() {
-    use frontrow_journal::{Record, SnapshotBound, SnapshotMark};
+    use frontrow_journal::{MarkedSnapshot, Record, SnapshotBound, SnapshotMark};
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.db");
@@ -119,7 +126,11 @@ async fn snapshots_live_beside_the_journal_not_in_it() {
             last: 0,
             stamped_ms: Some(1),
         };
-        journal.save_snapshot_at(0, mark, big.clone()).await.unwrap();
+        let bytes = big.clone();
+        journal
+            .save_snapshot_at(0, MarkedSnapshot { mark, bytes })
+            .await
+            .unwrap();
     }
     let journal_file = rusqlite::Connection::open(&path).unwrap();
     let tables: Vec<String> = journal_file
@@ -141,7 +152,7 @@ async fn snapshots_live_beside_the_journal_not_in_it() {
 
     let journal = SqliteJournal::open(&path, 1).unwrap();
     assert_eq!(journal.load_snapshot(0).await.unwrap(), Some(big.clone()));
-    let (mark, bytes) = journal
+    let MarkedSnapshot { mark, bytes } = journal
         .snapshot_before(0, SnapshotBound::Offset(0))
         .await
         .unwrap()

@@ -28,7 +28,7 @@ use utoipa::{IntoParams, OpenApi};
 use crate::catalog::Catalog;
 use crate::replays::{Replayer, replay_permit_or_overloaded};
 use crate::streams::StreamSlots;
-use crate::travel::{At, TravelError, TravelLimits};
+use crate::travel::{At, ReplayFrom, TravelError, TravelLimits, replay_to};
 use crate::views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SectionAvailability,
     ZoneAvailability,
@@ -339,14 +339,21 @@ async fn availability(
         return live_availability(&catalog, &event_id, &headers);
     };
     let _permit = replay_permit_or_overloaded(Replayer::Public)?;
-    let past = crate::travel::replay_to(catalog.journal().as_ref(), event_id, at, TravelLimits::default())
-        .await
-        .map_err(|e| match e {
-            TravelError::WrongPartition { .. } => Problem::bad_request("bad-instant", e.to_string()),
-            TravelError::TooDeep { .. } => Problem::unprocessable("history-too-deep", e.to_string()),
-            TravelError::Journal(e) => Problem::internal(e),
-        })?
-        .ok_or_else(|| Problem::not_found(format!("event {event_id} did not exist at {at}")))?;
+    let journal = catalog.journal();
+    let past = replay_to(
+        journal.as_ref(),
+        event_id,
+        at,
+        TravelLimits::default(),
+        ReplayFrom::NearestSnapshot,
+    )
+    .await
+    .map_err(|e| match e {
+        TravelError::WrongPartition { .. } => Problem::bad_request("bad-instant", e.to_string()),
+        TravelError::TooDeep { .. } => Problem::unprocessable("history-too-deep", e.to_string()),
+        TravelError::Journal(e) => Problem::internal(e),
+    })?
+    .ok_or_else(|| Problem::not_found(format!("event {event_id} did not exist at {at}")))?;
     Ok(versioned_json(&headers, past.position(), || past.availability_body()))
 }
 

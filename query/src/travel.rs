@@ -21,7 +21,7 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, Offset, Position, Scan, SnapshotBound};
+use frontrow_journal::{Journal, JournalError, MarkedSnapshot, Offset, Position, Scan, SnapshotBound};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::snapshot::read_event_seats;
 use frontrow_schema::{Event, EventId, decode};
@@ -109,31 +109,19 @@ pub async fn availability_at(
     at: At,
     limits: TravelLimits,
 ) -> Result<Option<AvailabilityMap>, TravelError> {
-    Ok(replay_to(journal, event_id, at, limits)
+    Ok(replay_to(journal, event_id, at, limits, ReplayFrom::NearestSnapshot)
         .await?
         .map(|e| e.availability()))
 }
 
-/// Replays the event's partition up to `at` into a [`LiveEvent`], from the nearest snapshot
-/// at or before `at` when the journal has one.
-pub async fn replay_to(
-    journal: &dyn Journal,
-    event_id: EventId,
-    at: At,
-    limits: TravelLimits,
-) -> Result<Option<LiveEvent>, TravelError> {
-    replay(journal, event_id, at, limits, true).await
-}
-
-/// Replays the event's partition up to `at` from its very start, ignoring snapshots: the
-/// reference the snapshot path is checked against, and the baseline of the measurements.
-pub async fn replay_from_start(
-    journal: &dyn Journal,
-    event_id: EventId,
-    at: At,
-    limits: TravelLimits,
-) -> Result<Option<LiveEvent>, TravelError> {
-    replay(journal, event_id, at, limits, false).await
+/// Where a replay of the event's partition begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayFrom {
+    /// The nearest snapshot at or before the instant, when the journal has one.
+    NearestSnapshot,
+    /// The partition's very start, ignoring snapshots: the reference the snapshot path is
+    /// checked against, and the baseline of the measurements.
+    LogStart,
 }
 
 /// Where a replay starts.
@@ -142,12 +130,13 @@ struct Start {
     live: Option<LiveEvent>,
 }
 
-async fn replay(
+/// Replays the event's partition up to `at` into a [`LiveEvent`], beginning where `from` says.
+pub async fn replay_to(
     journal: &dyn Journal,
     event_id: EventId,
     at: At,
     limits: TravelLimits,
-    use_snapshots: bool,
+    from: ReplayFrom,
 ) -> Result<Option<LiveEvent>, TravelError> {
     let partition = partition_of(&event_id, journal.partitions());
     let end = journal.end_offset(partition).await?;
@@ -164,7 +153,7 @@ async fn replay(
     };
     let key = event_id.to_string().into_bytes();
     let mut read: u64 = 0;
-    let start = if use_snapshots {
+    let start = if from == ReplayFrom::NearestSnapshot {
         from_snapshot(journal, partition, event_id, &key, at, stop, limits, &mut read).await?
     } else {
         None
@@ -236,7 +225,7 @@ async fn from_snapshot(
         // Floored, against marks rounded up: the snapshot holds nothing stamped after `t`.
         At::Time(t) => SnapshotBound::StampedMs(t.timestamp_millis()),
     };
-    let Some((mark, bytes)) = journal.snapshot_before(partition, bound).await? else {
+    let Some(MarkedSnapshot { mark, bytes }) = journal.snapshot_before(partition, bound).await? else {
         return Ok(None);
     };
     // A snapshot past the log's end belongs to another log (a recreated topic).

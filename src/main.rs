@@ -32,38 +32,17 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run everything in one process on the embedded defaults (SQLite journal in the data dir).
-    Serve {
-        /// Address to listen on (overrides FRONTROW_LISTEN and the file).
-        #[arg(long)]
-        listen: Option<std::net::SocketAddr>,
-        /// The journal: `sqlite` (embedded) or `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
-        #[arg(long)]
-        journal: Option<String>,
-    },
+    Serve(NodeArgs),
     /// Run a command node: writers and the command API for the partitions the Kafka consumer
-    /// group assigns; requests for other partitions are forwarded to their owners.
-    Command {
-        #[arg(long)]
-        listen: Option<std::net::SocketAddr>,
-        /// `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
-        #[arg(long)]
-        journal: Option<String>,
-    },
+    /// group assigns; requests for other partitions are forwarded to their owners (needs a
+    /// `kafka://` journal).
+    Command(NodeArgs),
     /// Run a query node: availability maps and the read API, following the journal.
-    Query {
-        #[arg(long)]
-        listen: Option<std::net::SocketAddr>,
-        /// `sqlite` or `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
-        #[arg(long)]
-        journal: Option<String>,
-    },
+    Query(NodeArgs),
     /// Run the projectors alone (the search index), or rebuild a projection.
     Projector {
-        #[arg(long)]
-        listen: Option<std::net::SocketAddr>,
-        /// `sqlite` or `kafka://HOST:PORT[/TOPIC]` (overrides FRONTROW_JOURNAL).
-        #[arg(long)]
-        journal: Option<String>,
+        #[command(flatten)]
+        node: NodeArgs,
         #[command(subcommand)]
         action: Option<ProjectorAction>,
     },
@@ -79,6 +58,32 @@ enum Cmd {
     Openapi,
     /// Replay the log (read-only) into onsale figures: report.json, per_second.csv, report.html.
     Analytics(frontrow::analytics_cli::AnalyticsArgs),
+}
+
+/// Where a node listens and which journal it uses, over the settings.
+#[derive(clap::Args)]
+struct NodeArgs {
+    /// Address to listen on (overrides FRONTROW_LISTEN and the file).
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// The journal: `sqlite` (embedded) or `kafka://HOST:PORT[,HOST:PORT][/TOPIC]` (overrides
+    /// FRONTROW_JOURNAL and the file).
+    #[arg(long)]
+    journal: Option<String>,
+}
+
+impl NodeArgs {
+    /// The settings with these overrides applied.
+    fn settings(&self, cli: &Cli) -> anyhow::Result<Settings> {
+        let mut settings = settings(cli)?;
+        if let Some(listen) = self.listen {
+            settings.listen = listen;
+        }
+        if let Some(journal) = &self.journal {
+            settings.journal = journal.parse()?;
+        }
+        Ok(settings)
+    }
 }
 
 #[derive(Subcommand)]
@@ -126,19 +131,8 @@ async fn shutdown_signal() {
 }
 
 /// Builds and runs one process in `role` until SIGINT/SIGTERM.
-async fn run(
-    cli: &Cli,
-    role: Role,
-    listen: Option<std::net::SocketAddr>,
-    journal: Option<String>,
-) -> anyhow::Result<()> {
-    let mut settings = settings(cli)?;
-    if let Some(listen) = listen {
-        settings.listen = listen;
-    }
-    if let Some(journal) = journal {
-        settings.journal = journal.parse()?;
-    }
+async fn run(cli: &Cli, role: Role, node: &NodeArgs) -> anyhow::Result<()> {
+    let settings = node.settings(cli)?;
     let tracing = frontrow::telemetry::init(&settings.telemetry, role.name())?;
     let served = serve(settings, role).await;
     tracing.shutdown();
@@ -179,7 +173,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     // A serving role sets up its logs and traces once its settings are read.
     let tracing = match &cli.command {
-        Cmd::Serve { .. } | Cmd::Command { .. } | Cmd::Query { .. } | Cmd::Projector { action: None, .. } => None,
+        Cmd::Serve(_) | Cmd::Command(_) | Cmd::Query(_) | Cmd::Projector { action: None, .. } => None,
         _ => Some(frontrow::telemetry::init_logs()),
     };
     let done = command(&cli).await;
@@ -191,23 +185,15 @@ async fn main() -> anyhow::Result<()> {
 
 async fn command(cli: &Cli) -> anyhow::Result<()> {
     match &cli.command {
-        Cmd::Serve { listen, journal } => run(cli, Role::All, *listen, journal.clone()).await?,
-        Cmd::Command { listen, journal } => run(cli, Role::Command, *listen, journal.clone()).await?,
-        Cmd::Query { listen, journal } => run(cli, Role::Query, *listen, journal.clone()).await?,
+        Cmd::Serve(node) => run(cli, Role::All, node).await?,
+        Cmd::Command(node) => run(cli, Role::Command, node).await?,
+        Cmd::Query(node) => run(cli, Role::Query, node).await?,
+        Cmd::Projector { node, action: None } => run(cli, Role::Projector, node).await?,
         Cmd::Projector {
-            listen,
-            journal,
-            action: None,
-        } => run(cli, Role::Projector, *listen, journal.clone()).await?,
-        Cmd::Projector {
-            journal,
+            node,
             action: Some(ProjectorAction::Rebuild { projection }),
-            ..
         } => {
-            let mut settings = settings(cli)?;
-            if let Some(journal) = journal {
-                settings.journal = journal.parse()?;
-            }
+            let settings = node.settings(cli)?;
             let journal = open_journal(&settings).await?;
             match projection {
                 Projection::Ledger => {

@@ -1,7 +1,9 @@
 //! FrontRow's fan web app: hand-written HTML, CSS and JavaScript modules embedded in the binary
 //! (no build step, no CDN), and the routes that serve them.
 //!
-//! Every file lives in one table, [`ASSETS`]; the HTML pages are the rows of [`PAGES`]. Each
+//! Every file lives in one table, [`ASSETS`]; the HTML pages are the rows of [`PAGES`], each
+//! its own `<main>` in the one shell every page shares (`assets/shell.html`: the head, the
+//! skip link, the header and the message line), put together once at startup. Each
 //! answer carries a strong `ETag` (a hash of the bytes, so a new binary changes it), answers
 //! `304 Not Modified` to a matching `If-None-Match`, and carries a `Content-Security-Policy`
 //! that allows only this origin (no inline script or style attribute, no third party).
@@ -9,6 +11,7 @@
 use std::sync::LazyLock;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -23,7 +26,6 @@ pub struct Asset {
     pub body: &'static [u8],
 }
 
-const HTML: &str = "text/html; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
 const SVG: &str = "image/svg+xml";
@@ -38,12 +40,9 @@ macro_rules! asset {
     };
 }
 
-/// Every file of the app. Adding a page is one HTML row here, one module under `pages/` and one
-/// row in [`PAGES`].
+/// Every file of the app but the pages (see [`PAGES`]). Adding a page is its module's row here
+/// and one row in [`PAGES`].
 pub const ASSETS: &[Asset] = &[
-    asset!("index.html", HTML),
-    asset!("event.html", HTML),
-    asset!("me.html", HTML),
     asset!("app.css", CSS),
     asset!("favicon.svg", SVG),
     asset!("lib/api.js", JS),
@@ -59,21 +58,75 @@ pub const ASSETS: &[Asset] = &[
     asset!("pages/me.js", JS),
 ];
 
-/// The HTML routes and the asset each one answers with. The page's module reads the rest of
-/// the URL (e.g. the event id) itself.
-pub const PAGES: &[(&str, &str)] = &[("/", "index.html"), ("/e/{event_id}", "event.html"), ("/me", "me.html")];
+/// One HTML page: its route, and what it puts into the shell.
+pub struct Page {
+    pub route: &'static str,
+    /// `pages/{name}.js` is its module and `pages/{name}.html` its `<main>`'s content; its
+    /// `<main>` has the class `page-{name}`.
+    pub name: &'static str,
+    /// After "FrontRow — " in the `<title>`.
+    pub title: &'static str,
+    /// Where the skip link goes, and its words.
+    pub skip_to: &'static str,
+    pub skip_label: &'static str,
+    pub main: &'static str,
+}
+
+macro_rules! page {
+    ($route:literal, $name:literal, $title:literal, $skip_to:literal, $skip_label:literal) => {
+        Page {
+            route: $route,
+            name: $name,
+            title: $title,
+            skip_to: $skip_to,
+            skip_label: $skip_label,
+            main: include_str!(concat!("../assets/pages/", $name, ".html")),
+        }
+    };
+}
+
+/// The HTML routes. The page's module reads the rest of the URL (e.g. the event id) itself.
+pub const PAGES: &[Page] = &[
+    page!("/", "search", "what is on sale", "#main", "Skip to content"),
+    page!("/e/{event_id}", "event", "event", "#seat-map", "Skip to the seat map"),
+    page!("/me", "me", "my bookings", "#main", "Skip to content"),
+];
+
+const SHELL: &str = include_str!("../assets/shell.html");
+
+impl Page {
+    /// The whole document: the shell with this page's parts.
+    pub fn html(&self) -> String {
+        // The page's own markup goes in last, so nothing in it is taken for a placeholder.
+        SHELL
+            .replace("{title}", self.title)
+            .replace("{name}", self.name)
+            .replace("{skip_to}", self.skip_to)
+            .replace("{skip_label}", self.skip_label)
+            .replace("{main}", self.main)
+    }
+}
 
 /// The policy on every answer: this origin only, for scripts, styles, images and connections.
 pub const CONTENT_SECURITY_POLICY: &str =
     "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// Strong entity tags, one per row of [`ASSETS`], computed once.
-static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
-    ASSETS
+/// A strong entity tag: a hash of the bytes.
+fn etag(body: &[u8]) -> HeaderValue {
+    let digest = Sha256::digest(body);
+    HeaderValue::from_str(&format!("\"{}\"", hex::encode(&digest[..12]))).expect("hex is a valid header")
+}
+
+/// The entity tags of [`ASSETS`], one per row, computed once.
+static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| ASSETS.iter().map(|a| etag(a.body)).collect());
+
+/// The documents of [`PAGES`] with their tags, one per row, put together once.
+static DOCUMENTS: LazyLock<Vec<(HeaderValue, Bytes)>> = LazyLock::new(|| {
+    PAGES
         .iter()
-        .map(|a| {
-            let digest = Sha256::digest(a.body);
-            HeaderValue::from_str(&format!("\"{}\"", hex::encode(&digest[..12]))).expect("hex is a valid header")
+        .map(|p| {
+            let body = Bytes::from(p.html());
+            (etag(&body), body)
         })
         .collect()
 });
@@ -83,13 +136,13 @@ pub fn asset(path: &str) -> Option<(usize, &'static Asset)> {
     ASSETS.iter().enumerate().find(|(_, a)| a.path == path)
 }
 
-fn serve(index: usize, asset: &'static Asset, request: &HeaderMap) -> Response {
-    let etag = ETAGS[index].clone();
+fn serve(etag: &HeaderValue, content_type: &'static str, body: Bytes, request: &HeaderMap) -> Response {
+    let etag = etag.clone();
     let fresh = none_match(request, etag.to_str().unwrap_or_default());
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        ([(header::CONTENT_TYPE, asset.content_type)], asset.body).into_response()
+        ([(header::CONTENT_TYPE, content_type)], body).into_response()
     };
     let headers = response.headers_mut();
     headers.insert(header::ETAG, etag);
@@ -104,25 +157,30 @@ fn serve(index: usize, asset: &'static Asset, request: &HeaderMap) -> Response {
     response
 }
 
-fn page(file: &'static str) -> impl Fn(HeaderMap) -> std::future::Ready<Response> + Clone + Send + 'static {
+fn page(index: usize) -> impl Fn(HeaderMap) -> std::future::Ready<Response> + Clone + Send + 'static {
     move |headers: HeaderMap| {
-        let (index, asset) = asset(file).expect("every page is in ASSETS");
-        std::future::ready(serve(index, asset, &headers))
+        let (etag, body) = &DOCUMENTS[index];
+        std::future::ready(serve(etag, "text/html; charset=utf-8", body.clone(), &headers))
     }
 }
 
 async fn file(Path(path): Path<String>, headers: HeaderMap) -> Response {
     match asset(&path) {
-        Some((index, asset)) if !asset.path.ends_with(".html") => serve(index, asset, &headers),
-        _ => Problem::not_found(format!("there is no asset {path:?}")).into_response(),
+        Some((index, asset)) => serve(
+            &ETAGS[index],
+            asset.content_type,
+            Bytes::from_static(asset.body),
+            &headers,
+        ),
+        None => Problem::not_found(format!("there is no asset {path:?}")).into_response(),
     }
 }
 
 /// The web app's routes: the HTML pages of [`PAGES`] and `/assets/{*file}`.
 pub fn router() -> Router {
     let mut router = Router::new().route("/assets/{*file}", get(file));
-    for (route, file) in PAGES {
-        router = router.route(route, get(page(file)));
+    for (index, p) in PAGES.iter().enumerate() {
+        router = router.route(p.route, get(page(index)));
     }
     router
 }

@@ -145,18 +145,48 @@ async fn every_referenced_asset_is_served_and_every_asset_is_referenced() {
         let text = std::str::from_utf8(asset.body).unwrap();
         referenced.extend(references(asset.path, text));
     }
+    for page in PAGES {
+        referenced.extend(references("", &page.html()));
+    }
     for path in &referenced {
         let response = get(&format!("/assets/{path}"), None).await;
         assert_eq!(response.status(), StatusCode::OK, "{path} is referenced but not served");
     }
-    let pages: BTreeSet<&str> = PAGES.iter().map(|(_, file)| *file).collect();
     for asset in ASSETS {
         assert!(
-            referenced.contains(asset.path) || pages.contains(asset.path),
+            referenced.contains(asset.path),
             "{} is embedded but nothing uses it",
             asset.path
         );
     }
     // The pages reach their modules and the stylesheet.
     assert!(referenced.contains("pages/event.js") && referenced.contains("app.css"));
+}
+
+/// Each page is the shell with its own parts: one title, its module, its `<main>`, and no
+/// placeholder left over.
+#[tokio::test]
+async fn every_page_is_the_shell_with_its_own_parts() {
+    for page in PAGES {
+        let served = text(
+            get_as_expected(
+                &page.route.replace("{event_id}", "x"),
+                StatusCode::OK,
+                "text/html; charset=utf-8",
+            )
+            .await,
+        )
+        .await;
+        assert_eq!(served, page.html(), "{}", page.route);
+        assert!(served.contains(&format!("<title>FrontRow — {}</title>", page.title)));
+        assert!(served.contains(&format!("src=\"/assets/pages/{}.js\"", page.name)));
+        assert_eq!(served.matches("<main ").count(), 1, "{}", page.route);
+        assert!(served.contains(&format!(
+            "<main id=\"main\" class=\"page page-{}\">\n{}</main>",
+            page.name, page.main
+        )));
+        for placeholder in ["{title}", "{name}", "{skip_to}", "{skip_label}", "{main}"] {
+            assert!(!served.contains(placeholder), "{} keeps {placeholder}", page.route);
+        }
+    }
 }

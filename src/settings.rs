@@ -275,25 +275,42 @@ impl Settings {
 }
 
 #[cfg(test)]
-#[expect(clippy::result_large_err, reason = "figment's Jail API returns figment::Error")]
 mod tests {
     use super::*;
 
-    #[test]
-    fn environment_overrides_file_overrides_defaults() {
+    /// The settings read with `file` as the configuration file (none when `None`) and the
+    /// variables `env` set, in a jail that restores the environment afterwards; or the error's
+    /// words.
+    #[expect(clippy::result_large_err, reason = "figment's Jail API returns figment::Error")]
+    fn settings_from(file: Option<&str>, env: &[(&str, &str)]) -> Result<Settings, String> {
+        let mut read = None;
         figment::Jail::expect_with(|jail| {
-            jail.create_file("frontrow.toml", "partitions = 4\nlisten = \"127.0.0.1:9000\"\n")?;
-            jail.set_env("FRONTROW_LISTEN", "127.0.0.1:9100");
-            jail.set_env("FRONTROW_TOKEN_SECRET", "s3cret");
-            let s = Settings::load(Some(Path::new("frontrow.toml"))).map_err(|e| e.to_string())?;
-            assert_eq!(s.partitions, 4);
-            assert_eq!(s.listen.port(), 9100);
-            assert_eq!(s.data_dir, PathBuf::from("frontrow-data"));
-            // Secrets never print.
-            assert!(!format!("{s:?}").contains("s3cret"));
-            assert!(!serde_json::to_string(&s).unwrap().contains("s3cret"));
+            for (key, value) in env {
+                jail.set_env(key, value);
+            }
+            if let Some(text) = file {
+                jail.create_file("frontrow.toml", text)?;
+            }
+            read = Some(Settings::load(file.map(|_| Path::new("frontrow.toml"))).map_err(|e| e.to_string()));
             Ok(())
         });
+        read.expect("the jail ran")
+    }
+
+    #[test]
+    fn environment_overrides_file_overrides_defaults() {
+        let file = "partitions = 4\nlisten = \"127.0.0.1:9000\"\n";
+        let env = [
+            ("FRONTROW_LISTEN", "127.0.0.1:9100"),
+            ("FRONTROW_TOKEN_SECRET", "s3cret"),
+        ];
+        let s = settings_from(Some(file), &env).unwrap();
+        assert_eq!(s.partitions, 4);
+        assert_eq!(s.listen.port(), 9100);
+        assert_eq!(s.data_dir, PathBuf::from("frontrow-data"));
+        // Secrets never print.
+        assert!(!format!("{s:?}").contains("s3cret"));
+        assert!(!serde_json::to_string(&s).unwrap().contains("s3cret"));
     }
 
     #[test]
@@ -308,82 +325,71 @@ mod tests {
 
     #[test]
     fn other_frontrow_variables_are_left_alone() {
-        figment::Jail::expect_with(|jail| {
-            jail.set_env("FRONTROW_SERVICES_DIR", "/somewhere");
-            jail.set_env("FRONTROW_KAFKA_PORT", "9999");
-            jail.set_env("FRONTROW_KAFKA_BROKERS", "127.0.0.1:9999");
-            jail.set_env("FRONTROW_PARTITIONS", "3");
-            jail.set_env("FRONTROW_KAFKA__REPLICATION", "3");
-            let s = Settings::load(None).map_err(|e| e.to_string())?;
-            assert_eq!(s.partitions, 3);
-            assert_eq!(s.kafka.replication, Some(3));
-            Ok(())
-        });
+        let others = [
+            ("FRONTROW_SERVICES_DIR", "/somewhere"),
+            ("FRONTROW_KAFKA_PORT", "9999"),
+            ("FRONTROW_KAFKA_BROKERS", "127.0.0.1:9999"),
+        ];
+        let ours = [("FRONTROW_PARTITIONS", "3"), ("FRONTROW_KAFKA__REPLICATION", "3")];
+        let s = settings_from(None, &[&others[..], &ours[..]].concat()).unwrap();
+        assert_eq!(s.partitions, 3);
+        assert_eq!(s.kafka.replication, Some(3));
     }
 
     #[test]
     fn limits_come_from_a_table_or_nested_variables() {
-        figment::Jail::expect_with(|jail| {
-            jail.create_file("limits.toml", "[limits]\ncustomer_per_second = 2\n")?;
-            jail.set_env("FRONTROW_LIMITS__SSE_PER_NODE", "7");
-            jail.set_env("FRONTROW_LIMITS__TRUSTED_PROXIES", "[\"10.0.0.1\"]");
-            let s = Settings::load(Some(Path::new("limits.toml"))).map_err(|e| e.to_string())?;
-            assert_eq!(s.limits.customer_per_second, 2);
-            assert_eq!(
-                s.limits.trusted_proxies,
-                vec!["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]
-            );
-            assert_eq!(s.limits.sse_per_node, 7);
-            assert_eq!(
-                s.limits.address_per_second,
-                frontrow_http::limits::Limits::default().address_per_second
-            );
-            jail.create_file("typo.toml", "[limits]\ncustomer_per_secnd = 2\n")?;
-            assert!(Settings::load(Some(Path::new("typo.toml"))).is_err());
-            Ok(())
-        });
+        let env = [
+            ("FRONTROW_LIMITS__SSE_PER_NODE", "7"),
+            ("FRONTROW_LIMITS__TRUSTED_PROXIES", "[\"10.0.0.1\"]"),
+        ];
+        let s = settings_from(Some("[limits]\ncustomer_per_second = 2\n"), &env).unwrap();
+        assert_eq!(s.limits.customer_per_second, 2);
+        assert_eq!(
+            s.limits.trusted_proxies,
+            vec!["10.0.0.1".parse::<std::net::IpAddr>().unwrap()]
+        );
+        assert_eq!(s.limits.sse_per_node, 7);
+        assert_eq!(
+            s.limits.address_per_second,
+            frontrow_http::limits::Limits::default().address_per_second
+        );
     }
 
     #[test]
-    fn unknown_keys_are_refused() {
-        figment::Jail::expect_with(|jail| {
-            jail.create_file("bad.toml", "partitons = 4\n")?;
-            assert!(Settings::load(Some(Path::new("bad.toml"))).is_err());
-            Ok(())
-        });
+    fn unknown_keys_are_refused_at_the_top_and_in_tables() {
+        for typo in ["partitons = 4\n", "[limits]\ncustomer_per_secnd = 2\n"] {
+            assert!(settings_from(Some(typo), &[]).is_err(), "{typo:?}");
+        }
     }
 
     #[test]
     fn backend_choices_are_parsed_once_when_the_settings_are_read() {
-        figment::Jail::expect_with(|jail| {
-            jail.set_env("FRONTROW_JOURNAL", "kafka://127.0.0.1:19092,127.0.0.1:19093");
-            jail.set_env("FRONTROW_SEARCH", "opensearch");
-            let s = Settings::load(None).map_err(|e| e.to_string())?;
-            assert_eq!(
-                s.journal,
-                JournalChoice::Kafka {
-                    brokers: "127.0.0.1:19092,127.0.0.1:19093".into(),
-                    topic: frontrow_journal::DEFAULT_TOPIC.into(),
-                }
-            );
-            assert_eq!(s.search, SearchChoice::OpenSearch);
-            // They print as they are written, so a printed configuration reads back the same.
-            let printed = serde_json::to_value(&s).unwrap();
-            assert_eq!(
-                printed["journal"],
-                "kafka://127.0.0.1:19092,127.0.0.1:19093/frontrow.events"
-            );
-            assert_eq!(printed["search"], "opensearch");
+        let brokers = "127.0.0.1:19092,127.0.0.1:19093";
+        let s = settings_from(
+            None,
+            &[
+                ("FRONTROW_JOURNAL", &format!("kafka://{brokers}")),
+                ("FRONTROW_SEARCH", "opensearch"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            s.journal,
+            JournalChoice::Kafka {
+                brokers: brokers.into(),
+                topic: frontrow_journal::DEFAULT_TOPIC.into(),
+            }
+        );
+        assert_eq!(s.search, SearchChoice::OpenSearch);
+        // They print as they are written, so a printed configuration reads back the same.
+        let printed = serde_json::to_value(&s).unwrap();
+        assert_eq!(printed["journal"], format!("kafka://{brokers}/frontrow.events"));
+        assert_eq!(printed["search"], "opensearch");
 
-            jail.set_env("FRONTROW_JOURNAL", "postgres://somewhere");
-            let bad = Settings::load(None).unwrap_err().to_string();
-            assert!(bad.contains("is not `sqlite` or `kafka://BROKERS[/TOPIC]`"), "{bad}");
-            jail.set_env("FRONTROW_JOURNAL", "sqlite");
-            jail.set_env("FRONTROW_SEARCH", "solr");
-            let bad = Settings::load(None).unwrap_err().to_string();
-            assert!(bad.contains("tantivy") && bad.contains("opensearch"), "{bad}");
-            Ok(())
-        });
+        let bad = settings_from(None, &[("FRONTROW_JOURNAL", "postgres://somewhere")]).unwrap_err();
+        assert!(bad.contains("is not `sqlite` or `kafka://BROKERS[/TOPIC]`"), "{bad}");
+        let bad = settings_from(None, &[("FRONTROW_SEARCH", "solr")]).unwrap_err();
+        assert!(bad.contains("tantivy") && bad.contains("opensearch"), "{bad}");
         assert_eq!("sqlite".parse::<JournalChoice>().unwrap(), JournalChoice::Sqlite);
         assert_eq!(
             "kafka://b:9092/t.events".parse::<JournalChoice>().unwrap(),

@@ -51,9 +51,7 @@ frontrow_http::problems! {
 /// Everything that happened to one seat: every hold, expiry, release, booking and refund,
 /// with times and reservation ids, read from the event log.
 #[utoipa::path(
-    get,
-    path = "/events/{event_id}/seats/{seat}/history",
-    tag = "history",
+    get, path = "/events/{event_id}/seats/{seat}/history", tag = "history",
     params(
         ("event_id" = EventId, Path, description = "The event"),
         ("seat" = SeatId, Path, description = "SECTION-ROW-NUMBER"),

@@ -15,3 +15,19 @@ pub fn none_match(headers: &HeaderMap, etag: &str) -> bool {
         .map(str::trim)
         .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
 }
+
+/// The `If-None-Match` request header, as the API description lists it for every read that
+/// answers with an `ETag` (the handlers read it from their `HeaderMap`, through [`none_match`]).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct IfNoneMatch {
+    /// ETags the client already has
+    #[param(rename = "If-None-Match")]
+    pub if_none_match: Option<String>,
+}
+
+/// The `304` of a conditional read, as the API description lists it.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 304, description = "The client's copy is current",
+    headers(("ETag" = String), ("Cache-Control" = String)))]
+pub struct NotModified;

@@ -18,6 +18,6 @@ pub mod openapi;
 mod problem;
 pub mod strict;
 
-pub use conditional::none_match;
+pub use conditional::{IfNoneMatch, NotModified, none_match};
 pub use extract::{ApiBytes, ApiJson, ApiPath, ApiQuery};
 pub use problem::{Problem, fallback, method_not_allowed};

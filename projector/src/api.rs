@@ -64,9 +64,7 @@ frontrow_http::problems! {
 
 /// The calling customer's bookings, newest first, including cancelled ones.
 #[utoipa::path(
-    get,
-    path = "/me/bookings",
-    tag = "ledger",
+    get, path = "/me/bookings", tag = "ledger",
     security(("customer_token" = [])),
     responses(
         (status = 200, description = "The customer's bookings", body = CustomerBookings),
@@ -88,9 +86,7 @@ async fn my_bookings(
 /// An event's sales by section and price tier: seats now, holds, bookings, expiries,
 /// releases, refunds and revenue.
 #[utoipa::path(
-    get,
-    path = "/events/{event_id}/sales",
-    tag = "ledger",
+    get, path = "/events/{event_id}/sales", tag = "ledger",
     params(("event_id" = EventId, Path, description = "The event")),
     security(("organizer_key" = [])),
     responses(

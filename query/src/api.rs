@@ -19,7 +19,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
-use frontrow_http::{ApiPath, ApiQuery, Problem, none_match};
+use frontrow_http::{ApiPath, ApiQuery, IfNoneMatch, NotModified, Problem, none_match};
 use frontrow_journal::Position;
 use frontrow_schema::EventId;
 use serde::Deserialize;
@@ -239,9 +239,7 @@ frontrow_http::problems! {
 
 /// Every event, soonest first.
 #[utoipa::path(
-    get,
-    path = "/events",
-    tag = "events",
+    get, path = "/events", tag = "events",
     params(ReadAfter),
     responses(
         (status = 200, description = "Every event, soonest first", body = EventList,
@@ -268,19 +266,16 @@ async fn list_events(
 
 /// One event with its seat map, hold time and order limit.
 #[utoipa::path(
-    get,
-    path = "/events/{event_id}",
-    tag = "events",
+    get, path = "/events/{event_id}", tag = "events",
     params(
         ("event_id" = EventId, Path, description = "The event"),
-        ("If-None-Match" = Option<String>, Header, description = "ETags the client already has"),
+        IfNoneMatch,
         ReadAfter,
     ),
     responses(
         (status = 200, description = "The event", body = EventDetails,
             headers(("ETag" = String), ("Cache-Control" = String))),
-        (status = 304, description = "The client's copy is current",
-            headers(("ETag" = String), ("Cache-Control" = String))),
+        NotModified,
         DetailsProblems,
     )
 )]
@@ -302,20 +297,17 @@ async fn event_details(
 /// The live availability map of one event: counts per section and one letter per seat; with
 /// `at`, the map as it was at that instant, replayed from the log.
 #[utoipa::path(
-    get,
-    path = "/events/{event_id}/availability",
-    tag = "events",
+    get, path = "/events/{event_id}/availability", tag = "events",
     params(
         ("event_id" = EventId, Path, description = "The event"),
-        ("If-None-Match" = Option<String>, Header, description = "ETags the client already has"),
+        IfNoneMatch,
         AvailabilityQuery,
     ),
     responses(
         (status = 200, description = "The availability map", body = AvailabilityMap,
             headers(("ETag" = String, description = "\"PARTITION-OFFSET\" of the last change"),
                     ("Cache-Control" = String))),
-        (status = 304, description = "The client's copy is current",
-            headers(("ETag" = String), ("Cache-Control" = String))),
+        NotModified,
         AvailabilityProblems,
     )
 )]

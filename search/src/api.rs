@@ -387,9 +387,7 @@ frontrow_http::problems! {
 /// Finds events by artist, title, venue, city or genre, with typos forgiven and the last word
 /// matched as a prefix; filters by city, start date and seats left.
 #[utoipa::path(
-    get,
-    path = "/search",
-    tag = "search",
+    get, path = "/search", tag = "search",
     params(SearchParams),
     responses(
         (status = 200, description = "One page of events, best match first", body = SearchResponse,

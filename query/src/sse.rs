@@ -236,9 +236,23 @@ pub(crate) async fn my_queue_status(
 /// Where a stream resumes: `?last_event_id=` names the first connection's starting point (a
 /// browser's `EventSource` cannot send `Last-Event-ID` until it reconnects); the
 /// `Last-Event-ID` header, sent on every reconnect with the newest id seen, wins over it.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct Resume {
+    /// where the first connection resumes, for clients that cannot send `Last-Event-ID` on it
+    /// (a browser's `EventSource`, e.g. from the availability map's `position`); the header
+    /// wins when both are sent
     last_event_id: Option<String>,
+}
+
+/// The `Last-Event-ID` header of a stream's reconnect, as the API description lists it (read
+/// from the `HeaderMap` by [`last_event_id`]).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+pub(crate) struct LastEventId {
+    /// the last `id:` seen; resume after it
+    #[param(rename = "Last-Event-ID", pattern = r"^[0-9]+:[0-9]+$")]
+    _last_event_id: Option<String>,
 }
 
 fn last_event_id(
@@ -273,9 +287,8 @@ fn last_event_id(
     get, path = "/events/{event_id}/queue/me/stream", tag = "queue",
     params(
         ("event_id" = EventId, Path),
-        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it",
-            pattern = r"^[0-9]+:[0-9]+$"),
-        ("last_event_id" = Option<String>, Query, description = "where the first connection resumes, for clients that cannot send `Last-Event-ID` on it; the header wins when both are sent"),
+        LastEventId,
+        Resume,
         ("access_token" = Option<String>, Query, description = "the customer token, for clients that cannot send `Authorization` (a browser's `EventSource`)"),
     ),
     responses(QueueStream, QueueStreamProblems),
@@ -409,9 +422,8 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
     get, path = "/events/{event_id}/seats/stream", tag = "events",
     params(
         ("event_id" = EventId, Path),
-        ("Last-Event-ID" = Option<String>, Header, description = "the last `id:` seen; resume after it",
-            pattern = r"^[0-9]+:[0-9]+$"),
-        ("last_event_id" = Option<String>, Query, description = "where the first connection resumes, for clients that cannot send `Last-Event-ID` on it (a browser's `EventSource`, resuming from the availability map's `position`); the header wins when both are sent"),
+        LastEventId,
+        Resume,
     ),
     responses(SeatStream, SeatStreamProblems)
 )]

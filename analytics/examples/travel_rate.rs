@@ -23,7 +23,7 @@ use common::{EventLog, bench_event, seat_map};
 use frontrow_analytics::{At, TravelLimits};
 use frontrow_command::clock::ManualClock;
 use frontrow_command::writer::{WriterConfig, Writers};
-use frontrow_journal::{Journal, MarkedSnapshot, Position, Record, SnapshotBound, SqliteJournal};
+use frontrow_journal::{Journal, Position, Record, Snapshot, SnapshotBound, SqliteJournal};
 use frontrow_query::travel::{ReplayFrom, replay_to};
 use frontrow_schema::*;
 use rand::SeedableRng;
@@ -140,7 +140,7 @@ async fn main() -> anyhow::Result<()> {
         .unwrap();
     let record = journal.read(0, middle, 1).await?.records.remove(0);
     let time = decode(&record.value)?.time;
-    let MarkedSnapshot { mark, bytes } = journal
+    let Snapshot { mark, bytes } = journal
         .snapshot_before(0, SnapshotBound::Offset(middle))
         .await?
         .expect("a snapshot before the middle");
@@ -186,7 +186,7 @@ async fn main() -> anyhow::Result<()> {
     }
     // Where the snapshot path spends its time: the lookup and the decode of the snapshot.
     let started = Instant::now();
-    let MarkedSnapshot { bytes, .. } = journal
+    let Snapshot { bytes, .. } = journal
         .snapshot_before(0, SnapshotBound::Offset(middle))
         .await?
         .unwrap();

@@ -13,7 +13,7 @@ use frontrow_analytics::{At, TravelLimits, availability_at};
 use frontrow_command::clock::{Clock, ManualClock};
 use frontrow_command::domain::{Command, SeatSelection};
 use frontrow_command::writer::{Meta, Outcome, Request, WriterConfig, Writers};
-use frontrow_journal::{Journal, MarkedSnapshot, Position, SqliteJournal};
+use frontrow_journal::{Journal, Position, Snapshot, SqliteJournal};
 use frontrow_query::Catalog;
 use frontrow_schema::*;
 use serde_json::Value;
@@ -384,7 +384,7 @@ async fn past_maps_from_snapshots(journal: Arc<dyn Journal>) {
             .snapshot_before(0, SnapshotBound::Offset(s.position.offset))
             .await
             .unwrap();
-        if let Some(MarkedSnapshot { mark, .. }) = found
+        if let Some(Snapshot { mark, .. }) = found
             && !marks.contains(&mark)
         {
             marks.push(mark);

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, MarkedSnapshot, Offset, Position, Record};
+use frontrow_journal::{Journal, JournalError, Offset, Position, Record, Snapshot};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::*;
 use tokio::sync::{mpsc, oneshot};
@@ -856,10 +856,7 @@ impl Writer {
             };
             let size = bytes.len();
             let mark = frontrow_journal::SnapshotMark { last, stamped_ms };
-            match journal
-                .save_snapshot_at(partition, MarkedSnapshot { mark, bytes })
-                .await
-            {
+            match journal.save_snapshot_at(partition, Snapshot { mark, bytes }).await {
                 Ok(()) => info!(partition, last, size, "snapshot stored"),
                 Err(e) => warn!(partition, error = %e, "snapshot not stored"),
             }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Journal, JournalError, MarkedSnapshot, Record, SnapshotBound, SnapshotMark};
+use crate::{Journal, JournalError, Record, Snapshot, SnapshotBound, SnapshotMark};
 
 /// Opens journals for the suite.
 #[async_trait]
@@ -254,7 +254,7 @@ pub async fn snapshot_history_finds_the_newest_within_a_bound(h: &dyn Harness) {
             None
         );
     }
-    let marked = |last, stamped_ms, bytes: &[u8]| MarkedSnapshot {
+    let marked = |last, stamped_ms, bytes: &[u8]| Snapshot {
         mark: SnapshotMark { last, stamped_ms },
         bytes: bytes.to_vec(),
     };
@@ -288,7 +288,7 @@ pub async fn snapshot_history_finds_the_newest_within_a_bound(h: &dyn Harness) {
             want,
             "newest snapshot covering at most offset {offset}"
         );
-        if let Some(MarkedSnapshot { mark: m, bytes }) = got {
+        if let Some(Snapshot { mark: m, bytes }) = got {
             assert_eq!(bytes, format!("p0@{}", m.last).into_bytes());
             assert_eq!(m.stamped_ms, (m.last != 29).then(|| (m.last as i64 + 1) / 10 * 1000));
         }

@@ -42,7 +42,7 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use crate::{
-    Backend, Batch, Journal, JournalError, MarkedSnapshot, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord,
+    Backend, Batch, Journal, JournalError, Offset, Record, Snapshot, SnapshotBound, SnapshotMark, StoredRecord,
     blocking, run_blocking,
 };
 
@@ -532,11 +532,7 @@ impl Inner {
 
     /// The newest snapshot in `partition`'s history within `bound`: a binary search over the
     /// history partition, whose marks grow with its offsets.
-    fn snapshot_before_blocking(
-        &self,
-        partition: u32,
-        bound: SnapshotBound,
-    ) -> Result<Option<MarkedSnapshot>, JournalError> {
+    fn snapshot_before_blocking(&self, partition: u32, bound: SnapshotBound) -> Result<Option<Snapshot>, JournalError> {
         let topic = history_topic(&self.settings.topic);
         let c = snapshot_consumer(&self.settings.brokers, "frontrow-snapshot-history-reader")?;
         let (low, high) = c
@@ -565,7 +561,7 @@ impl Inner {
             };
             match found {
                 Some((at, mark, bytes)) if bound.admits(&mark) => {
-                    best = Some(MarkedSnapshot { mark, bytes });
+                    best = Some(Snapshot { mark, bytes });
                     lo = at + 1;
                 }
                 _ => hi = mid,
@@ -761,7 +757,7 @@ impl Journal for KafkaJournal {
         .await
     }
 
-    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
+    async fn save_snapshot_at(&self, partition: u32, snapshot: Snapshot) -> Result<(), JournalError> {
         self.inner.check(partition)?;
         let topic = history_topic(&self.inner.settings.topic);
         let key = serde_json::to_vec(&snapshot.mark).map_err(|e| JournalError::Storage(e.to_string()))?;
@@ -777,11 +773,7 @@ impl Journal for KafkaJournal {
         self.save_snapshot(partition, snapshot.bytes).await
     }
 
-    async fn snapshot_before(
-        &self,
-        partition: u32,
-        bound: SnapshotBound,
-    ) -> Result<Option<MarkedSnapshot>, JournalError> {
+    async fn snapshot_before(&self, partition: u32, bound: SnapshotBound) -> Result<Option<Snapshot>, JournalError> {
         run_blocking(&self.inner, partition, move |inner| {
             inner.snapshot_before_blocking(partition, bound)
         })

@@ -109,9 +109,9 @@ pub struct SnapshotMark {
     pub stamped_ms: Option<i64>,
 }
 
-/// A snapshot of a partition's history: what it covers and its bytes.
+/// A snapshot as a partition's history keeps it: what it covers, and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MarkedSnapshot {
+pub struct Snapshot {
     pub mark: SnapshotMark,
     pub bytes: Vec<u8>,
 }
@@ -246,17 +246,13 @@ pub trait Journal: Send + Sync + 'static {
     /// [`snapshot_before`](Journal::snapshot_before) can find it later. The history keeps a
     /// bounded number of snapshots (each journal says how). A journal without a history only
     /// stores the latest.
-    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
+    async fn save_snapshot_at(&self, partition: u32, snapshot: Snapshot) -> Result<(), JournalError> {
         self.save_snapshot(partition, snapshot.bytes).await
     }
 
     /// The newest snapshot in `partition`'s history that is within `bound`, with its mark, or
     /// `None` when the history has none (or the journal keeps no history).
-    async fn snapshot_before(
-        &self,
-        partition: u32,
-        bound: SnapshotBound,
-    ) -> Result<Option<MarkedSnapshot>, JournalError> {
+    async fn snapshot_before(&self, partition: u32, bound: SnapshotBound) -> Result<Option<Snapshot>, JournalError> {
         let _ = (partition, bound);
         Ok(None)
     }

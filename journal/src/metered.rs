@@ -11,7 +11,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use crate::{Batch, Journal, JournalError, MarkedSnapshot, Offset, Record, SnapshotBound};
+use crate::{Batch, Journal, JournalError, Offset, Record, Snapshot, SnapshotBound};
 
 /// `inner`, with metrics.
 pub struct Metered<J: ?Sized> {
@@ -85,18 +85,14 @@ impl<J: Journal + ?Sized> Journal for Metered<J> {
         self.inner.writes_commit_markers()
     }
 
-    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
+    async fn save_snapshot_at(&self, partition: u32, snapshot: Snapshot) -> Result<(), JournalError> {
         let bytes = snapshot.bytes.len();
         let result = self.inner.save_snapshot_at(partition, snapshot).await;
         self.count_snapshot(partition, bytes, result.is_ok());
         result
     }
 
-    async fn snapshot_before(
-        &self,
-        partition: u32,
-        bound: SnapshotBound,
-    ) -> Result<Option<MarkedSnapshot>, JournalError> {
+    async fn snapshot_before(&self, partition: u32, bound: SnapshotBound) -> Result<Option<Snapshot>, JournalError> {
         self.inner.snapshot_before(partition, bound).await
     }
 

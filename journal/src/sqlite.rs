@@ -25,7 +25,7 @@ use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::watch;
 
 use crate::{
-    Backend, Batch, Journal, JournalError, MarkedSnapshot, Offset, Record, SnapshotBound, SnapshotMark, StoredRecord,
+    Backend, Batch, Journal, JournalError, Offset, Record, Snapshot, SnapshotBound, SnapshotMark, StoredRecord,
     run_blocking,
 };
 
@@ -242,8 +242,8 @@ impl Inner {
         Ok(())
     }
 
-    fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
-        let MarkedSnapshot { mark, bytes } = snapshot;
+    fn save_snapshot_at(&self, partition: u32, snapshot: Snapshot) -> Result<(), JournalError> {
+        let Snapshot { mark, bytes } = snapshot;
         let keep = self.keep_snapshots.load(Ordering::Relaxed).max(1);
         let mut conn = self.snapshots.lock().map_err(storage)?;
         let tx = conn.transaction().map_err(storage)?;
@@ -269,7 +269,7 @@ impl Inner {
         tx.commit().map_err(storage)
     }
 
-    fn snapshot_before(&self, partition: u32, bound: SnapshotBound) -> Result<Option<MarkedSnapshot>, JournalError> {
+    fn snapshot_before(&self, partition: u32, bound: SnapshotBound) -> Result<Option<Snapshot>, JournalError> {
         let conn = self.snapshots.lock().map_err(storage)?;
         // The mark first, then only its snapshot: a query that returned the blob would carry
         // every candidate's blob through its sort.
@@ -301,7 +301,7 @@ impl Inner {
             .map_err(storage)?;
         let mut rows = stmt.query(params![partition, mark.last as i64]).map_err(storage)?;
         match rows.next().map_err(storage)? {
-            Some(row) => Ok(Some(MarkedSnapshot {
+            Some(row) => Ok(Some(Snapshot {
                 mark,
                 bytes: row.get(0).map_err(storage)?,
             })),
@@ -336,18 +336,14 @@ impl Journal for SqliteJournal {
         run_blocking(&self.inner, partition, move |inner| inner.load_snapshot(partition)).await
     }
 
-    async fn save_snapshot_at(&self, partition: u32, snapshot: MarkedSnapshot) -> Result<(), JournalError> {
+    async fn save_snapshot_at(&self, partition: u32, snapshot: Snapshot) -> Result<(), JournalError> {
         run_blocking(&self.inner, partition, move |inner| {
             inner.save_snapshot_at(partition, snapshot)
         })
         .await
     }
 
-    async fn snapshot_before(
-        &self,
-        partition: u32,
-        bound: SnapshotBound,
-    ) -> Result<Option<MarkedSnapshot>, JournalError> {
+    async fn snapshot_before(&self, partition: u32, bound: SnapshotBound) -> Result<Option<Snapshot>, JournalError> {
         run_blocking(&self.inner, partition, move |inner| {
             inner.snapshot_before(partition, bound)
         })

@@ -38,7 +38,7 @@ fn partition_count_cannot_change_under_existing_data() {
 
 #[tokio::test]
 async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
-    use frontrow_journal::{MarkedSnapshot, SnapshotBound, SnapshotMark};
+    use frontrow_journal::{Snapshot, SnapshotBound, SnapshotMark};
 
     let dir = tempfile::tempdir().unwrap();
     let journal = SqliteJournal::open(&dir.path().join("j.db"), 2).unwrap();
@@ -49,15 +49,12 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
             stamped_ms: Some(last as i64),
         };
         let bytes = last.to_string().into_bytes();
-        journal
-            .save_snapshot_at(0, MarkedSnapshot { mark, bytes })
-            .await
-            .unwrap();
+        journal.save_snapshot_at(0, Snapshot { mark, bytes }).await.unwrap();
     }
     journal
         .save_snapshot_at(
             1,
-            MarkedSnapshot {
+            Snapshot {
                 mark: SnapshotMark {
                     last: 5,
                     stamped_ms: None,
@@ -98,10 +95,7 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
             stamped_ms: None,
         };
         let bytes = Vec::new();
-        journal
-            .save_snapshot_at(0, MarkedSnapshot { mark, bytes })
-            .await
-            .unwrap();
+        journal.save_snapshot_at(0, Snapshot { mark, bytes }).await.unwrap();
     }
     assert_eq!(found(75).await, Some(70));
 }
@@ -110,7 +104,7 @@ async fn the_snapshot_history_keeps_only_the_newest_few_per_partition() {
 /// write connection or its WAL; they survive a reopen like the journal does.
 #[tokio::test]
 async fn snapshots_live_beside_the_journal_not_in_it() {
-    use frontrow_journal::{MarkedSnapshot, Record, SnapshotBound, SnapshotMark};
+    use frontrow_journal::{Record, Snapshot, SnapshotBound, SnapshotMark};
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("j.db");
@@ -127,10 +121,7 @@ async fn snapshots_live_beside_the_journal_not_in_it() {
             stamped_ms: Some(1),
         };
         let bytes = big.clone();
-        journal
-            .save_snapshot_at(0, MarkedSnapshot { mark, bytes })
-            .await
-            .unwrap();
+        journal.save_snapshot_at(0, Snapshot { mark, bytes }).await.unwrap();
     }
     let journal_file = rusqlite::Connection::open(&path).unwrap();
     let tables: Vec<String> = journal_file
@@ -152,7 +143,7 @@ async fn snapshots_live_beside_the_journal_not_in_it() {
 
     let journal = SqliteJournal::open(&path, 1).unwrap();
     assert_eq!(journal.load_snapshot(0).await.unwrap(), Some(big.clone()));
-    let MarkedSnapshot { mark, bytes } = journal
+    let Snapshot { mark, bytes } = journal
         .snapshot_before(0, SnapshotBound::Offset(0))
         .await
         .unwrap()

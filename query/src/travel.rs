@@ -21,7 +21,7 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, MarkedSnapshot, Offset, Position, Scan, SnapshotBound};
+use frontrow_journal::{Journal, JournalError, Offset, Position, Scan, Snapshot, SnapshotBound};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::snapshot::read_event_seats;
 use frontrow_schema::{Event, EventId, decode};
@@ -225,7 +225,7 @@ async fn from_snapshot(
         // Floored, against marks rounded up: the snapshot holds nothing stamped after `t`.
         At::Time(t) => SnapshotBound::StampedMs(t.timestamp_millis()),
     };
-    let Some(MarkedSnapshot { mark, bytes }) = journal.snapshot_before(partition, bound).await? else {
+    let Some(Snapshot { mark, bytes }) = journal.snapshot_before(partition, bound).await? else {
         return Ok(None);
     };
     // A snapshot past the log's end belongs to another log (a recreated topic).

@@ -420,11 +420,7 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
 /// per record that moved seats; resumable with `Last-Event-ID`.
 #[utoipa::path(
     get, path = "/events/{event_id}/seats/stream", tag = "events",
-    params(
-        ("event_id" = EventId, Path),
-        LastEventId,
-        Resume,
-    ),
+    params(("event_id" = EventId, Path), LastEventId, Resume),
     responses(SeatStream, SeatStreamProblems)
 )]
 pub(crate) async fn seat_stream(

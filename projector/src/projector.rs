@@ -211,8 +211,25 @@ impl Projector {
             if read.records.is_empty() && read.next <= next {
                 break;
             }
-            next = self.apply(partition, next, &read, false).await?;
-            applied += read.records.len() as u64;
+            match self.apply(partition, next, &read, false).await {
+                Ok(to) => {
+                    next = to;
+                    applied += read.records.len() as u64;
+                }
+                // Another writer got there first: a cancelled projector's commit can still
+                // land after a new one has read the positions (SQLite runs it on the
+                // connection's own thread). The ledger's position is the truth.
+                Err(ProjectorError::Ledger(LedgerError::OutOfOrder { stored, .. })) if stored > next => {
+                    info!(
+                        partition,
+                        from = next,
+                        stored,
+                        "ledger position moved; resuming from it"
+                    );
+                    next = stored;
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(applied)
     }

@@ -10,8 +10,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use frontrow_command::domain::{ReservationStatus, SeatState};
 use frontrow_journal::{Journal, SqliteJournal};
-use frontrow_projector::{Batch, Ledger, LedgerError, LedgerReads, Projector, ProjectorError};
-use frontrow_schema::{CustomerId, EventId, ReleaseReason};
+use frontrow_projector::rows::{Ty, Val};
+use frontrow_projector::{Batch, Ledger, LedgerError, LedgerReads, Lookup, Projector, ProjectorError};
+use frontrow_schema::{CustomerId, EventId, ReleaseReason, ReservationId};
 
 use crate::generate::Generator;
 
@@ -275,6 +276,79 @@ pub async fn refuses_out_of_order_batches(h: &dyn Harness) {
     p.apply(0, at, &next, false).await.unwrap();
 }
 
+/// A ledger whose first positions read answers what another projector has since moved past:
+/// what a new projector sees when a cancelled one's commit lands just after it has looked.
+struct MovedUnderneath {
+    inner: Arc<dyn Ledger>,
+    stale: std::sync::Mutex<Option<BTreeMap<u32, u64>>>,
+}
+
+#[async_trait]
+impl Ledger for MovedUnderneath {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn generation(&self) -> String {
+        self.inner.generation()
+    }
+    async fn positions(&self) -> Result<BTreeMap<u32, u64>, LedgerError> {
+        let stale = self.stale.lock().unwrap().take();
+        match stale {
+            Some(stale) => Ok(stale),
+            None => self.inner.positions().await,
+        }
+    }
+    async fn lookup(&self, events: &[EventId], reservations: &[ReservationId]) -> Result<Lookup, LedgerError> {
+        self.inner.lookup(events, reservations).await
+    }
+    async fn write(&self, batch: &Batch) -> Result<(), LedgerError> {
+        self.inner.write(batch).await
+    }
+    async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
+        self.inner.query(sql, params, types).await
+    }
+    async fn dump(&self) -> Result<BTreeMap<String, Vec<String>>, LedgerError> {
+        self.inner.dump().await
+    }
+    async fn next_generation(&self) -> Result<Arc<dyn Ledger>, LedgerError> {
+        self.inner.next_generation().await
+    }
+    async fn promote(&self, generation: &str) -> Result<(), LedgerError> {
+        self.inner.promote(generation).await
+    }
+}
+
+/// A catch-up that finds the ledger ahead of where it started resumes from the ledger's
+/// position instead of failing, and ends equal to a fresh replay.
+pub async fn catch_up_resumes_where_the_ledger_moved(h: &dyn Harness) {
+    let (_dir, g) = generated(1, 2, 300, 6).await;
+    let ledger = h.ledger("catch_up_moved").await;
+    let mut first = Projector::new(g.journal.clone(), ledger.clone(), 40);
+    let read = g.journal.read(0, 0, 40).await.unwrap();
+    first.apply(0, 0, &read, false).await.unwrap();
+    let stale = ledger.positions().await.unwrap();
+    let read = g.journal.read(0, stale[&0], 40).await.unwrap();
+    let moved = first.apply(0, stale[&0], &read, false).await.unwrap();
+    assert!(moved > stale[&0]);
+
+    let underneath: Arc<dyn Ledger> = Arc::new(MovedUnderneath {
+        inner: ledger.clone(),
+        stale: std::sync::Mutex::new(Some(stale)),
+    });
+    let applied = Projector::new(g.journal.clone(), underneath, 40)
+        .catch_up()
+        .await
+        .expect("the catch-up resumes from the ledger's position");
+    assert_eq!(
+        applied,
+        g.records - moved,
+        "the records past the moved position, once each"
+    );
+    let fresh = h.ledger("catch_up_moved_fresh").await;
+    catch_up(&g.journal, &fresh, 1000).await;
+    assert_eq!(ledger.dump().await.unwrap(), fresh.dump().await.unwrap());
+}
+
 /// A rebuild while the fans keep writing and the live projector keeps projecting: once the
 /// live projector has caught up, the switched ledger equals a fresh replay of everything.
 pub async fn rebuild_while_writes_continue(h: &dyn Harness) {
@@ -338,6 +412,6 @@ macro_rules! ledger_conformance {
     ($harness:expr $(, #[$attr:meta])* $(,)?) => {
         frontrow_journal::conformance_tests!([$(#[$attr])*] $harness; {$crate::conformance};
             projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
-            refuses_out_of_order_batches, rebuild_while_writes_continue);
+            refuses_out_of_order_batches, catch_up_resumes_where_the_ledger_moved, rebuild_while_writes_continue);
     };
 }

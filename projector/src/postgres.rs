@@ -128,11 +128,7 @@ fn bind_column<'q>(
 ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
     match ty {
         Ty::Uuid => q.bind(rows.iter().map(|r| r[i].as_uuid()).collect::<Vec<Option<Uuid>>>()),
-        Ty::Text | Ty::Json => q.bind(
-            rows.iter()
-                .map(|r| r[i].as_str().map(str::to_owned))
-                .collect::<Vec<Option<String>>>(),
-        ),
+        Ty::Text | Ty::Json => q.bind(rows.iter().map(|r| r[i].as_str()).collect::<Vec<Option<&str>>>()),
         Ty::Int => q.bind(rows.iter().map(|r| r[i].as_int()).collect::<Vec<Option<i64>>>()),
         Ty::Bool => q.bind(rows.iter().map(|r| r[i].as_bool()).collect::<Vec<Option<bool>>>()),
         Ty::Time => q.bind(

@@ -126,8 +126,17 @@ fn kafka_err(e: KafkaError) -> JournalError {
 }
 
 /// How long each try of a claim waits before it starts over with a fresh producer (see
-/// [`Inner::producer`]); the last try waits [`CALL_TIMEOUT`].
-const CLAIM_TRIES: [Duration; 3] = [Duration::from_millis(250), Duration::from_millis(400), CALL_TIMEOUT];
+/// [`Inner::producer`]); the last try waits [`CALL_TIMEOUT`]. In the chaos runs the dead
+/// writer's abort took the coordinator 0.5-1.4 s, so the short tries cover 1.4 s: a claim whose
+/// long try began while the abort was still going waited out librdkafka's fixed 500 ms retry.
+const CLAIM_TRIES: [Duration; 6] = [
+    Duration::from_millis(250),
+    Duration::from_millis(250),
+    Duration::from_millis(250),
+    Duration::from_millis(250),
+    Duration::from_millis(400),
+    CALL_TIMEOUT,
+];
 
 /// The longest a read's seek waits for the topic's metadata (see [`Inner::read_blocking`]).
 const METADATA_HINT: Duration = Duration::from_secs(1);

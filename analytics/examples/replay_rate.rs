@@ -27,8 +27,6 @@ use frontrow_schema::partition::partition_of;
 use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use rdkafka::admin::{AdminClient, AdminOptions};
-use rdkafka::client::DefaultClientContext;
 
 const PARTITIONS: u32 = 8;
 /// Seats per event: 20 sections of 25 rows of 20 seats.
@@ -222,14 +220,8 @@ async fn main() -> anyhow::Result<()> {
     if !keep {
         match kafka {
             Some((brokers, topic)) => {
-                let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
-                    .set("bootstrap.servers", &brokers)
-                    .create()?;
-                let snapshots = format!("{topic}.snapshots");
-                admin
-                    .delete_topics(&[topic.as_str(), snapshots.as_str()], &AdminOptions::new())
-                    .await?;
-                println!("deleted topic {topic}");
+                frontrow_journal::delete_log(&brokers, &topic, &[]).await?;
+                println!("deleted topic {topic} and its snapshot topics");
             }
             None => {
                 drop(journal);

@@ -400,6 +400,15 @@ impl Deployment {
                 tracing::warn!(broker = n, error = %e, "could not start a killed broker again");
             }
         }
+        // The run's log is checked by now: its topics go, or every later run's broker restarts
+        // load them all (they had piled up to 358 partitions a broker, and a broker starting
+        // again took 40-100 s and was fenced anew for missed heartbeats while loading them).
+        if let JournalChoice::Kafka { brokers, topic } = &self.journal {
+            let directory = frontrow_command::ownership::directory_topic(topic);
+            if let Err(e) = frontrow_journal::delete_log(brokers, topic, &[directory]).await {
+                tracing::warn!(%topic, error = %e, "could not delete the run's topics");
+            }
+        }
     }
 }
 

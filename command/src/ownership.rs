@@ -119,11 +119,16 @@ pub struct Announcement {
     pub at_ms: i64,
 }
 
+/// The owner directory's topic for the events topic `topic`.
+pub fn directory_topic(topic: &str) -> String {
+    format!("{topic}.owners")
+}
+
 /// Every announcement in the owner directory of the events topic `topic`, oldest first (a
 /// compacted topic: once the broker has compacted it, only the newest per partition remain).
 /// Blocking; for the harness's failover figures.
 pub fn directory_history(brokers: &str, topic: &str, timeout: Duration) -> anyhow::Result<Vec<Announcement>> {
-    let directory = format!("{topic}.owners");
+    let directory = directory_topic(topic);
     let reader: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", "frontrow-owner-history")
@@ -295,7 +300,7 @@ fn admin(brokers: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
 
 /// Joins the command group and starts tailing the owner directory.
 pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Result<Membership> {
-    let directory = format!("{}.owners", settings.topic);
+    let directory = directory_topic(&settings.topic);
     let replication = match settings.replication {
         Some(r) => r,
         None => frontrow_journal::default_replication(&settings.brokers).await?,

@@ -315,6 +315,29 @@ pub async fn default_replication(brokers: &str) -> Result<i32, JournalError> {
     Ok((n as i32).clamp(1, 3))
 }
 
+/// Deletes the topics of the log `topic` (the events, its snapshots and their history) and the
+/// topics named in `also`, e.g. the command group's owner directory. For runs that make a log
+/// of their own (the chaos run, benchmarks): a cluster that keeps every run's topics restarts a
+/// broker ever more slowly. A topic already gone is not an error.
+pub async fn delete_log(brokers: &str, topic: &str, also: &[String]) -> Result<(), JournalError> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .map_err(kafka_err)?;
+    let mut names = vec![topic.to_owned(), snapshot_topic(topic), history_topic(topic)];
+    names.extend(also.iter().cloned());
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let options = AdminOptions::new().operation_timeout(Some(CALL_TIMEOUT));
+    for result in admin.delete_topics(&names, &options).await.map_err(kafka_err)? {
+        if let Err((name, code)) = result
+            && code != RDKafkaErrorCode::UnknownTopicOrPartition
+        {
+            return Err(JournalError::Storage(format!("kafka: deleting {name}: {code}")));
+        }
+    }
+    Ok(())
+}
+
 /// `min.insync.replicas` unless configured: 2 when the topic is replicated (an acknowledged
 /// append is on two brokers, and one broker may be down), 1 on a single replica.
 pub fn default_min_insync(replication: i32) -> i32 {

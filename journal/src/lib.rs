@@ -23,7 +23,7 @@ mod sqlite;
 
 pub use kafka::{
     DEFAULT_SNAPSHOT_HISTORY_RETENTION, DEFAULT_TOPIC, KafkaJournal, KafkaSettings, default_min_insync,
-    default_replication,
+    default_replication, delete_log,
 };
 pub use lag::LagMeter;
 pub use metered::Metered;

@@ -216,19 +216,7 @@ impl Projector {
                     next = to;
                     applied += read.records.len() as u64;
                 }
-                // Another writer got there first: a cancelled projector's commit can still
-                // land after a new one has read the positions (SQLite runs it on the
-                // connection's own thread). The ledger's position is the truth.
-                Err(ProjectorError::Ledger(LedgerError::OutOfOrder { stored, .. })) if stored > next => {
-                    info!(
-                        partition,
-                        from = next,
-                        stored,
-                        "ledger position moved; resuming from it"
-                    );
-                    next = stored;
-                }
-                Err(e) => return Err(e),
+                Err(e) => next = moved(&e, partition, next).ok_or(e)?,
             }
         }
         Ok(applied)
@@ -264,15 +252,7 @@ impl Projector {
             };
             match step.await {
                 Ok(to) => next = to,
-                Err(ProjectorError::Ledger(LedgerError::OutOfOrder { stored, .. })) => {
-                    info!(
-                        partition,
-                        from = next,
-                        stored,
-                        "ledger position moved; resuming from it"
-                    );
-                    next = stored;
-                }
+                Err(e) if let Some(stored) = moved(&e, partition, next) => next = stored,
                 Err(e @ (ProjectorError::Undecodable { .. } | ProjectorError::Gap { .. })) => {
                     warn!(partition, offset = next, error = %e, "projector stopped on a record it cannot apply");
                     return Err(e);
@@ -295,6 +275,23 @@ impl Projector {
     async fn stored(&self, partition: u32) -> Result<u64, LedgerError> {
         Ok(self.ledger.positions().await?.get(&partition).copied().unwrap_or(0))
     }
+}
+
+/// The ledger's position when `error` refused a batch because that position moved: another
+/// projector wrote first, a cancelled one's commit landed late (SQLite runs it on the
+/// connection's own thread, after the next projector has read the positions), or a rebuilt
+/// generation was promoted. The ledger's position is the truth, so the caller goes on from it.
+fn moved(error: &ProjectorError, partition: u32, next: u64) -> Option<u64> {
+    let ProjectorError::Ledger(LedgerError::OutOfOrder { stored, .. }) = error else {
+        return None;
+    };
+    info!(
+        partition,
+        from = next,
+        stored,
+        "ledger position moved; resuming from it"
+    );
+    Some(*stored)
 }
 
 /// Runs the projector on every partition of `journal` into `ledger` until `shutdown`

@@ -50,17 +50,36 @@ async fn create_reserve_pay_booked() {
 #[tokio::test]
 async fn the_demo_provider_pays_through_a_signed_webhook() {
     let (app, event, rid) = TestApp::spawn_holding("alice", &["B-1-1"]).await;
-    let pay_as = |customer: &str| {
-        let request = app
-            .client
-            .post(app.url("/demo/payments"))
-            .bearer_auth(app.token(customer));
-        send(request.json(&json!({"event_id": event, "reservation_id": rid})))
-    };
     // Bob cannot pay (or see) Alice's reservation.
-    problem(pay_as("bob").await, 404, "reservation-not-found").await;
-    let answer = ok_json(pay_as("alice").await).await;
+    problem(
+        app.demo_pay("bob", event, &rid, None).await,
+        404,
+        "reservation-not-found",
+    )
+    .await;
+    let answer = ok_json(app.demo_pay("alice", event, &rid, None).await).await;
     assert_eq!(answer["outcome"], "booked");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_keyed_demo_payment_retried_delivers_the_same_payment() {
+    let (app, event, rid) = TestApp::spawn_holding("alice", &["B-1-1"]).await;
+    let pay = |key: &'static str| app.demo_pay("alice", event, &rid, Some(key));
+    let first = ok_json(pay("pay-1").await).await;
+    assert_eq!(first["outcome"], "booked");
+    let retry = ok_json(pay("pay-1").await).await;
+    assert_eq!(retry["outcome"], "duplicate", "the same provider event, applied once");
+    assert_eq!(retry["reservation_status"], "booked");
+    let booked = app.reservation("alice", event, &rid).await;
+    assert!(
+        booked["refunds"].as_array().is_none_or(|r| r.is_empty()),
+        "no refund: {booked}"
+    );
+    // Another key is another charge, which a booked reservation gives back.
+    let second = ok_json(pay("pay-2").await).await;
+    assert_eq!(second["outcome"], "refunded");
+    problem(pay("").await, 400, "bad-idempotency-key").await;
     app.stop().await;
 }
 

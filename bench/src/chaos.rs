@@ -511,17 +511,21 @@ impl Fans {
                 });
                 acked.len() - 1
             };
+            // Keyed like the reserve: a retry delivers the same provider event, which a
+            // forward re-sends to a new owner and the webhook answers `duplicate` once applied.
             let pay = json!({ "event_id": event, "reservation_id": reservation });
+            let key = format!("pay-{reservation}");
             let paid = self
                 .until_served(fan, until + GRACE, || {
                     self.client
                         .post(format!("{}/demo/payments", self.base))
                         .bearer_auth(token)
+                        .header("idempotency-key", &key)
                         .json(&pay)
                 })
                 .await;
             if let Some((200, answer)) = paid
-                && answer["outcome"] == "booked"
+                && answer["reservation_status"] == "booked"
             {
                 self.acked.lock().expect("acknowledged")[index].paid = true;
             }

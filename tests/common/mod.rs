@@ -137,6 +137,19 @@ impl TestApp {
             .mint(&CustomerId::parse(customer).unwrap(), now, now + Duration::hours(1))
     }
 
+    /// `customer` pays reservation `rid` through the demo provider, with `key` as its
+    /// `Idempotency-Key` when given.
+    pub async fn demo_pay(&self, customer: &str, event: EventId, rid: &str, key: Option<&str>) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(self.url("/demo/payments"))
+            .bearer_auth(self.token(customer));
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        send(request.json(&json!({"event_id": event, "reservation_id": rid}))).await
+    }
+
     /// A small event: sections A (rows 1-2, 10 seats, GOLD 100.00) and B (row 1, 6 seats, STD 50.00).
     pub fn event_body(&self, onsale_in: Duration) -> Value {
         let now = self.now();

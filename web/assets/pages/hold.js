@@ -141,7 +141,8 @@ export function createCheckout({ eventId, details, map, admission }) {
     const h = hold;
     $('pay-button').disabled = true;
     try {
-      const answer = await post('/demo/payments', { event_id: eventId, reservation_id: h.reservation_id });
+      // Keyed, so pressing Pay again after a lost answer delivers the same payment, not a second.
+      const answer = await post('/demo/payments', { event_id: eventId, reservation_id: h.reservation_id }, { headers: { 'Idempotency-Key': `pay-${h.reservation_id}` } });
       if (answer.reservation_status === 'booked') {
         showConfirmation(h);
         showMessage('Payment received — your seats are booked.', { tone: 'ok', problem: '' });

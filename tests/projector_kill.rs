@@ -4,7 +4,7 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use sqlx::{PgPool, Row};
@@ -58,15 +58,14 @@ async fn projected(pool: &PgPool, schema: &str) -> i64 {
 }
 
 async fn wait_for(pool: &PgPool, schema: &str, done: impl Fn(i64) -> bool) -> i64 {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let n = projected(pool, schema).await;
-        if done(n) {
-            return n;
-        }
-        assert!(Instant::now() < deadline, "the projector of {schema} stalled at {n}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let message = format!("the projector of {schema} gets there");
+    wait_until(
+        Duration::from_secs(120),
+        &message,
+        || projected(pool, schema),
+        |&n| done(n).then_some(n),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@
 //! holds in flight) but are not counted. Only the records keyed by the chosen event are decoded.
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, Offset, Position};
+use frontrow_journal::{Journal, JournalError, Offset, Position, Scan};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{Envelope, EventId, decode};
 use tracing::warn;
@@ -112,18 +112,19 @@ pub async fn replay_partition(
     let key = options.event.map(|e| e.to_string().into_bytes());
     let batch = if options.batch == 0 { 5000 } else { options.batch };
     let mut coverage = Coverage::default();
-    let mut from: Offset = 0;
-    'partition: while from < end {
-        let read = journal.read(partition, from, batch).await?;
-        if read.records.is_empty() && read.next <= from {
-            // Visible records end here for now (an open Kafka transaction): what is not
-            // visible was not durable when the replay started either.
+    // The scan ends where visible records end for now (an open Kafka transaction): what is not
+    // visible was not durable when the replay started either.
+    let mut scan = Scan::new(journal, partition, 0, end, batch);
+    'partition: loop {
+        let from = scan.position();
+        let Some(records) = scan.next_batch().await? else {
+            // Offsets passed over without records (Kafka's markers) still count as covered.
+            step(scan.position().min(end).saturating_sub(from), 0);
             break;
-        }
+        };
         let before = coverage.records_read;
-        let covered = read.next.min(end).saturating_sub(from);
-        from = from.max(read.next);
-        for record in &read.records {
+        let covered = scan.position().min(end).saturating_sub(from);
+        for record in &records {
             if record.offset >= end {
                 break 'partition;
             }

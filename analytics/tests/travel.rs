@@ -177,15 +177,11 @@ async fn the_map_at_an_instant_equals_the_map_read_live_then() {
     let before = journal.end_offset(partition).await.unwrap();
     clock.advance(chrono::Duration::minutes(6));
     let expired_at = clock.now();
-    let mut end = before;
-    for _ in 0..200 {
-        end = journal.end_offset(partition).await.unwrap();
-        if end >= before + 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(end >= before + 2, "both holds expired");
+    let look = || async { journal.end_offset(partition).await.unwrap() };
+    let end = frontrow_schema::testsuite::wait_until(Duration::from_secs(5), "both holds expired", look, |&e| {
+        (e >= before + 2).then_some(e)
+    })
+    .await;
     seen.push(
         observe(
             Position {

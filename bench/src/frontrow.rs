@@ -10,11 +10,11 @@ use std::time::Duration;
 use anyhow::Context;
 use frontrow::{App, Settings};
 use frontrow_command::clock::{Clock, SystemClock};
-use frontrow_command::domain::{self, EventState};
+use frontrow_command::domain::EventState;
 use frontrow_http::auth::Auth;
 use frontrow_journal::Journal;
 use frontrow_projector::{Ledger, SqliteLedger};
-use frontrow_schema::{EventId, decode};
+use frontrow_schema::EventId;
 use secrecy::SecretString;
 
 use crate::serve::Served;
@@ -111,44 +111,14 @@ impl FrontRow {
     }
 }
 
-/// Every event's state in `journal`, replayed through the domain's `apply`. Fails when an event's
-/// sequence numbers repeat or skip (two writers of one event).
+/// Every event's state in `journal`, replayed through the domain's `apply` (see
+/// [`frontrow_command::replay`]): fails when an event's sequence numbers repeat or skip (two
+/// writers of one event), or when the journal's end does not become readable within 5 minutes.
 pub async fn replay_journal(journal: &dyn Journal) -> anyhow::Result<HashMap<EventId, EventState>> {
-    let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
-    for p in 0..journal.partitions() {
-        let end = journal.end_offset(p).await?;
-        let mut from = 0;
-        // Kafka shows a transaction's records only once it is committed or aborted.
-        let mut progress = std::time::Instant::now();
-        while from < end {
-            let batch = journal.read(p, from, 1000).await?;
-            if batch.next > from {
-                progress = std::time::Instant::now();
-            }
-            anyhow::ensure!(
-                progress.elapsed() < Duration::from_secs(60),
-                "partition {p} does not read past offset {from} (end {end})"
-            );
-            from = batch.next.max(from);
-            for r in batch.records {
-                let env = decode(&r.value).context("decoding a journal record")?;
-                let state = states.entry(env.event_id).or_default();
-                domain::apply(state, &env.event, env.idempotency_key.as_deref());
-                // One writer decides an event at a time, so its stream counts 1, 2, 3, ... with
-                // no number twice: a repeat means two writers decided from the same state.
-                let applied = state.as_ref().map(|s| s.sequence);
-                anyhow::ensure!(
-                    applied == Some(env.sequence),
-                    "event {}: record at partition {p} offset {} has sequence {}, the replay expected {applied:?}: \
-                     two writers decided this event from the same state",
-                    env.event_id,
-                    r.offset,
-                    env.sequence
-                );
-            }
-        }
-    }
-    Ok(states.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
+    let replay = frontrow_command::replay::replay(journal);
+    Ok(tokio::time::timeout(Duration::from_secs(300), replay)
+        .await
+        .context("the journal's end did not become readable within 5 minutes")??)
 }
 
 /// The status letter of each seat in an availability map.

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, Offset, Position, Record, Snapshot};
+use frontrow_journal::{Journal, JournalError, Offset, Position, Record, Scan, Snapshot};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::*;
 use tokio::sync::{mpsc, oneshot};
@@ -644,12 +644,13 @@ impl Writer {
             Some(Err(e)) => warn!(partition = self.partition, error = %e, "unreadable snapshot ignored"),
             None => {}
         }
-        while from < end {
-            let batch = self.journal.read(self.partition, from, 10_000).await?;
-            from = from.max(batch.next);
+        // Every record before the end is committed: read again until Kafka shows the last ones.
+        let journal = self.journal.clone();
+        let mut scan = Scan::new(journal.as_ref(), self.partition, from, end, 10_000).retrying();
+        while let Some(records) = scan.next_batch().await? {
             // What is replayed after the snapshot counts towards the next one.
-            self.since_snapshot += batch.records.len() as u64;
-            for record in &batch.records {
+            self.since_snapshot += records.len() as u64;
+            for record in &records {
                 self.last = Some(record.offset);
                 self.last_time = None;
                 match decode(&record.value) {

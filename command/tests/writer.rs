@@ -17,6 +17,9 @@ use frontrow_schema::testsuite::{self, seated};
 use frontrow_schema::*;
 use tokio::sync::{Semaphore, watch};
 
+/// How long a test waits for what a writer does behind a call.
+const SECS_10: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct Gate {
     inner: SqliteJournal,
     /// Appends wait for a permit while `closed`.
@@ -189,9 +192,9 @@ async fn a_full_mailbox_is_refused_at_once() {
         let w = writers.clone();
         async move { w.send(reserve(id, "a", &["A-1-1"], "k1")).await }
     });
-    while journal.waiting.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    let waiting = || async { journal.waiting.load(Ordering::SeqCst) };
+    let blocked = |n: &usize| (*n > 0).then_some(());
+    testsuite::wait_until(SECS_10, "the first request blocks in its append", waiting, blocked).await;
     // `send` puts the request in the mailbox on its first poll.
     let mut queued: Vec<_> = ["A-1-2", "A-1-3"]
         .into_iter()
@@ -406,14 +409,11 @@ async fn a_restored_writer_draws_the_lottery_and_lapses_admissions_on_its_timers
         (joined, seed, admitted, lapsed)
     };
     let wait_for = |admissions: usize, lapses: usize| async move {
-        for _ in 0..200 {
-            let (_, _, admitted, lapsed) = facts().await;
-            if (admitted.len(), lapsed.len()) == (admissions, lapses) {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        panic!("never {admissions} admissions and {lapses} lapses: {:?}", facts().await);
+        let message = format!("{admissions} admissions and {lapses} lapses");
+        testsuite::wait_until(SECS_10, &message, facts, |(_, _, admitted, lapsed)| {
+            ((admitted.len(), lapsed.len()) == (admissions, lapses)).then_some(())
+        })
+        .await
     };
     // The onsale timer, restored from the snapshot, draws the lottery and lets one fan in.
     manual.advance(Duration::minutes(10));

@@ -6,7 +6,9 @@
 //! malformed request into such a problem. [`auth`] says who is calling: organizers by API key,
 //! customers by a signed bearer token. [`limits`] works out the client's address and keeps
 //! request rates per customer and per address. [`observe`] gives every request its id, span
-//! and metrics.
+//! and metrics. [`admission`] verifies the waiting room's admission tokens, [`openapi`] holds
+//! what the API description of every problem shares, and [`strict`] makes struct bodies JSON objects only
+//! (serde would also take an array, matched by position).
 
 pub mod admission;
 pub mod auth;

@@ -172,15 +172,15 @@ async fn a_read_of_markers_only_ends_at_the_end() {
     let offsets = writer.append(0, vec![rec("one")]).await.unwrap();
     assert_eq!(offsets, [0]);
     // The commit marker follows the record, written just after the commit returns.
-    let mut end = writer.end_offset(0).await.unwrap();
-    for _ in 0..100 {
-        if end > 1 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        end = writer.end_offset(0).await.unwrap();
-    }
-    assert!(end > 1, "no commit marker after the record: end {end}");
+    let end = || async { writer.end_offset(0).await.unwrap() };
+    let marked = |&e: &u64| (e > 1).then_some(e);
+    let end = frontrow_schema::testsuite::wait_until(
+        std::time::Duration::from_secs(5),
+        "a commit marker follows the record",
+        end,
+        marked,
+    )
+    .await;
 
     let reader = connect(&topic, 1).await;
     let started = std::time::Instant::now();
@@ -188,4 +188,66 @@ async fn a_read_of_markers_only_ends_at_the_end() {
     eprintln!("a read of markers only took {:?}", started.elapsed());
     assert!(batch.records.is_empty());
     assert_eq!(batch.next, end);
+}
+
+/// The topics of the named log that the broker's metadata still lists.
+fn listed(names: &[String]) -> Vec<String> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .create()
+        .unwrap();
+    let metadata = consumer
+        .fetch_metadata(None, std::time::Duration::from_secs(10))
+        .unwrap();
+    let topics: Vec<String> = metadata.topics().iter().map(|t| t.name().to_owned()).collect();
+    names.iter().filter(|n| topics.contains(n)).cloned().collect()
+}
+
+/// Creates a topic of one partition that belongs to no log.
+async fn create_plain(name: &str) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .create()
+        .unwrap();
+    let topic = NewTopic::new(name, 1, TopicReplication::Fixed(1));
+    for result in admin.create_topics([&topic], &AdminOptions::new()).await.unwrap() {
+        result.unwrap();
+    }
+}
+
+/// `delete_log` removes a log's topic, its snapshot topics and the extra ones named, and a
+/// second call (a log already gone) is no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn delete_log_removes_the_topic_its_snapshots_and_the_extra_ones() {
+    let topic = own_topic("delete");
+    let extra = format!("{topic}.extra");
+    drop(connect(&topic, 2).await);
+    create_plain(&extra).await;
+    let names = [
+        topic.clone(),
+        format!("{topic}.snapshots"),
+        format!("{topic}.snapshot-history"),
+        extra.clone(),
+    ];
+    assert_eq!(listed(&names), names, "connect creates the log's topics");
+
+    frontrow_journal::delete_log(&brokers(), &topic, std::slice::from_ref(&extra))
+        .await
+        .unwrap();
+    // The brokers drop a deleted topic from their metadata shortly after the call returns.
+    let left = || async { listed(&names) };
+    let gone = |left: &Vec<String>| left.is_empty().then_some(());
+    frontrow_schema::testsuite::wait_until(
+        std::time::Duration::from_secs(30),
+        "the deleted topics are not listed",
+        left,
+        gone,
+    )
+    .await;
+    frontrow_journal::delete_log(&brokers(), &topic, &[extra])
+        .await
+        .unwrap();
 }

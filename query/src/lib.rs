@@ -10,7 +10,9 @@
 //! [`live`] is the pure per-event state, [`catalog`] the followers and the shared state,
 //! [`views`] the JSON shapes, [`api`] the HTTP handlers, [`travel`] the map at an earlier
 //! instant (`?at=`), replayed from the log, [`replays`] the few places such replays run in,
-//! [`streams`] the caps on server-sent event streams.
+//! [`streams`] the caps on server-sent event streams, [`sse`] the live pushes (seat-map deltas and
+//! each fan's place in the waiting room), and [`queue`] one event's waiting room as this node
+//! follows it (places, people ahead, the pace of admissions).
 
 pub mod api;
 pub mod catalog;

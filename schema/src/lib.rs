@@ -1,11 +1,13 @@
 //! The contract between FrontRow's sides.
 //!
-//! Everything that crosses a process boundary is defined here and nowhere else: the identifiers
-//! and value types ([`ids`], [`seatmap`]), the facts that make up the log ([`events`]), the
-//! envelope every fact travels in and its versioned wire codec ([`envelope`]), and the
-//! partitioner that decides which journal partition (and so which single writer) owns an event
-//! ([`partition`]). The write side, the projectors and the query side all depend on this crate
-//! and on nothing of each other.
+//! Everything that crosses a process boundary is defined here: the identifiers and value types
+//! ([`ids`], [`seatmap`]), the facts that make up the log ([`events`], and the waiting room's in
+//! [`queue`]), the envelope every fact travels in and its versioned wire codec ([`envelope`]),
+//! and the partitioner that decides which journal partition (and so which single writer) owns an
+//! event ([`partition`]). [`snapshot`] reads the seats out of a writer's partition snapshot, a
+//! format the writer owns (both are pinned by one golden file in the command crate). The
+//! `testsuite` feature adds sample seat maps and events for other crates' tests. The write side,
+//! the projectors and the query side all depend on this crate and on nothing of each other.
 
 pub mod envelope;
 pub mod events;

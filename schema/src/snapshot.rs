@@ -8,8 +8,9 @@
 //! snapshot without depending on the write side; every other field is ignored. A snapshot of
 //! another version is refused ([`SnapshotError::Version`]) and the caller replays instead.
 //!
-//! The tests that check a seeded map against a replay from the start (the query and analytics
-//! crates') keep this reading in step with the writer's format.
+//! The golden partition snapshot `command/tests/golden/partition_snapshot_v1.json` keeps this
+//! reading in step with the writer's format: the writer's test writes and restores it, and
+//! reads its seats back through this module.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,7 @@
 //! Sample values for the tests of every crate (behind the `testsuite` feature): a seat map
 //! from compact tiers and rows, and an `EventScheduled` that each test adjusts field by field
-//! with `..sample_event(..)`.
+//! with `..sample_event(..)`; and [`wait_until`], the one way a test waits for what happens
+//! behind a call.
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
@@ -62,5 +63,34 @@ pub fn sample_event(event_id: EventId, onsale: DateTime<Utc>, seat_map: SeatMap)
         allow_orphan_seats: false,
         currency: Currency::parse("EUR").unwrap(),
         seat_map,
+    }
+}
+
+/// Looks with `look` every 20 ms until `accept` takes what it saw, and returns what `accept`
+/// made of it: for what runs behind a call (the query side, the projectors, the writer's
+/// timers, a broker). After `timeout` it fails with `message` (what it waited for) and the last
+/// value seen.
+pub async fn wait_until<V, T, Look, Seen>(
+    timeout: std::time::Duration,
+    message: &str,
+    mut look: Look,
+    mut accept: impl FnMut(&V) -> Option<T>,
+) -> T
+where
+    V: std::fmt::Debug,
+    Look: FnMut() -> Seen,
+    Seen: std::future::Future<Output = V>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let seen = look().await;
+        if let Some(done) = accept(&seen) {
+            return done;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "waited {timeout:?} until {message}; last seen: {seen:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

@@ -61,11 +61,14 @@ async fn a_server_follows_a_rebuild_made_by_another_process() {
     rebuilder.swap_alias(&version).await.unwrap();
     drop(rebuilder);
 
-    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    // The serving process looks for a moved alias at most every half second.
+    let live = || async { serving.live_version().await.unwrap() };
+    let moved = |v: &Option<String>| (v.as_deref() == Some(version.as_str())).then_some(());
+    let message = "the serving index follows the alias";
+    frontrow_schema::testsuite::wait_until(std::time::Duration::from_secs(5), message, live, moved).await;
     let found = serving.search(&SearchQuery::text("band")).await.unwrap();
     assert_eq!(found.hits.len(), 1);
     assert_eq!(found.hits[0].doc.listing.artist, "New Band");
-    assert_eq!(serving.live_version().await.unwrap(), Some(version));
     assert!(changes.has_changed().unwrap(), "result caches are told");
 }
 

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use frontrow::{App, Settings};
 use frontrow_command::clock::{Clock, ManualClock};
-use frontrow_command::domain::{self, EventState};
+use frontrow_command::domain::EventState;
 use frontrow_http::auth::Auth;
 use frontrow_journal::Journal;
+pub use frontrow_schema::testsuite::wait_until;
 use frontrow_schema::testsuite::{seat_map_json, seated, standing};
-use frontrow_schema::{CustomerId, EventId, decode};
+use frontrow_schema::{CustomerId, EventId};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
@@ -371,34 +372,6 @@ pub fn position(res: &reqwest::Response) -> String {
     res.headers()["frontrow-position"].to_str().unwrap().to_owned()
 }
 
-/// Looks with `look` every 20 ms until `accept` takes what it saw, and returns what `accept`
-/// made of it: for what runs behind a request (the query side, the projectors, the writer's
-/// timers). After `timeout` it fails with `message` (what it waited for) and the last value seen.
-pub async fn wait_until<V, T, Look, Seen>(
-    timeout: std::time::Duration,
-    message: &str,
-    mut look: Look,
-    mut accept: impl FnMut(&V) -> Option<T>,
-) -> T
-where
-    V: std::fmt::Debug,
-    Look: FnMut() -> Seen,
-    Seen: Future<Output = V>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let seen = look().await;
-        if let Some(done) = accept(&seen) {
-            return done;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "waited {timeout:?} until {message}; last seen: {seen:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-}
-
 /// The JSON of a `GET` answered 200 (`Null` for any other status), polled until `check` accepts
 /// it.
 async fn json_until<Get: Future<Output = reqwest::Response>>(
@@ -457,18 +430,11 @@ pub async fn ends(journal: &dyn Journal) -> Vec<u64> {
     ends
 }
 
+/// Every event's state replayed from the journal (see [`frontrow_command::replay`]).
 pub async fn replay(journal: &dyn Journal) -> HashMap<EventId, EventState> {
-    let mut states: HashMap<EventId, Option<EventState>> = HashMap::new();
-    for p in 0..journal.partitions() {
-        for r in frontrow_journal::conformance::read_all(journal, p).await {
-            {
-                let env = decode(&r.value).unwrap();
-                let state = states.entry(env.event_id).or_default();
-                domain::apply(state, &env.event, env.idempotency_key.as_deref());
-            }
-        }
-    }
-    states.into_iter().filter_map(|(k, v)| Some((k, v?))).collect()
+    frontrow_command::replay::replay(journal)
+        .await
+        .expect("the journal replays")
 }
 
 /// The seat letters of an availability map, keyed by seat id.

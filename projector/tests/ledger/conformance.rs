@@ -381,12 +381,12 @@ pub async fn rebuild_while_writes_continue(h: &dyn Harness) {
     promoted_tx.send(()).unwrap();
     let g = writer.await.unwrap();
     let want = ends(journal.as_ref()).await;
-    let mut waited = 0;
-    while serving.positions().await.unwrap() != want {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        waited += 1;
-        assert!(waited < 600, "live projector did not catch up after the rebuild");
-    }
+    let positions = || async { serving.positions().await.unwrap() };
+    let message = "the live projector catches up after the rebuild";
+    frontrow_schema::testsuite::wait_until(Duration::from_secs(30), message, positions, |p| {
+        (*p == want).then_some(())
+    })
+    .await;
     live.stop().await.unwrap();
 
     let fresh = h.ledger("rebuild_fresh").await;
@@ -396,13 +396,18 @@ pub async fn rebuild_while_writes_continue(h: &dyn Harness) {
 }
 
 async fn first_event(ledger: &dyn Ledger) -> EventId {
-    for _ in 0..200 {
-        if let Some(a) = ledger.audit().await.unwrap().first() {
-            return EventId::from_uuid(a.event_id);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the live projector wrote nothing")
+    let audit = || async { ledger.audit().await.unwrap() };
+    let first = |a: &Vec<_>| {
+        a.first()
+            .map(|a: &frontrow_projector::EventAudit| EventId::from_uuid(a.event_id))
+    };
+    frontrow_schema::testsuite::wait_until(
+        Duration::from_secs(4),
+        "the live projector writes an event",
+        audit,
+        first,
+    )
+    .await
 }
 
 /// Generates one test per conformance case for a harness expression; attributes given after

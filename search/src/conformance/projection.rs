@@ -176,19 +176,12 @@ impl SearchIndex for Counting {
 
 /// Polls `index` until the event's document satisfies `want` (or panics after 30 s).
 async fn wait_for_doc(index: &dyn SearchIndex, event_id: EventId, want: impl Fn(&EventDoc) -> bool) -> EventDoc {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(doc) = index.get(event_id).await.unwrap()
-            && want(&doc)
-        {
-            return doc;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the projector did not index {event_id} in time"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let doc = || async { index.get(event_id).await.unwrap() };
+    let message = format!("the projector indexes {event_id} as wanted");
+    frontrow_schema::testsuite::wait_until(Duration::from_secs(30), &message, doc, |d| {
+        d.clone().filter(|d| want(d))
+    })
+    .await
 }
 
 async fn available_ids(index: &dyn SearchIndex, text: &str) -> Vec<EventId> {
@@ -265,14 +258,15 @@ pub async fn sell_outs_reach_the_available_filter(h: &dyn Harness) {
     assert_eq!(available_ids(&*index, "nova lights").await, both);
     let p = partition_of(&utrecht, 2);
     let end = scratch.journal.end_offset(p).await.unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while index.positions(None).await.unwrap().get(&p) != Some(&end) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "position stored with the documents"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let positions = || async { index.positions(None).await.unwrap() };
+    let stored = |p_: &std::collections::BTreeMap<u32, u64>| (p_.get(&p) == Some(&end)).then_some(());
+    frontrow_schema::testsuite::wait_until(
+        Duration::from_secs(30),
+        "the position is stored with the documents",
+        positions,
+        stored,
+    )
+    .await;
     for task in tasks {
         task.abort();
     }

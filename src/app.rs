@@ -39,6 +39,7 @@ use tower_http::compression::Predicate as _;
 use tracing::{info, warn};
 use utoipa::OpenApi;
 
+use crate::budget::Budget;
 use crate::sample;
 use crate::settings::{JournalChoice, SearchChoice, Settings};
 
@@ -229,6 +230,8 @@ pub struct App {
     /// The ledger this process serves or projects into.
     pub ledger: Option<Arc<dyn Ledger>>,
     ledger_projector: Option<ProjectorHandle>,
+    /// The projections' runtime in a node that serves requests (see [`crate::budget`]).
+    budget: Option<Budget>,
     pub auth: Arc<Auth>,
     pub clock: Arc<dyn Clock>,
     membership: Option<Membership>,
@@ -315,9 +318,15 @@ impl App {
             Role::Query => settings.search == SearchChoice::Tantivy,
             Role::Command => false,
         };
+        // A node that serves requests gives its projections a lower share of the CPU.
+        let budget = match role {
+            Role::All | Role::Query => Some(Budget::new(settings.projections_nice.into())?),
+            Role::Command | Role::Projector => None,
+        };
         if let (Some(index), true) = (&search, projects_search) {
-            let tasks = frontrow_search::projector::start(index.clone(), journal.clone())
-                .await
+            let start = frontrow_search::projector::start(index.clone(), journal.clone());
+            let tasks = on_budget(budget.as_ref(), start)
+                .await?
                 .context("starting the search projector")?;
             query_tasks.extend(tasks);
         }
@@ -334,13 +343,16 @@ impl App {
             Role::Command => false,
         };
         let ledger_projector = match (&ledger, projects_ledger) {
-            (Some(ledger), true) => Some(frontrow_projector::spawn(
-                journal.clone(),
-                ledger.clone(),
-                settings.projector_batch,
-            )),
+            (Some(ledger), true) => {
+                let (journal, ledger, batch) = (journal.clone(), ledger.clone(), settings.projector_batch);
+                let spawn = async move { frontrow_projector::spawn(journal, ledger, batch) };
+                Some(on_budget(budget.as_ref(), spawn).await?)
+            }
             _ => None,
         };
+        if let Some(budget) = &budget {
+            budget.watch_threads();
+        }
         let organizers = secrets
             .organizers
             .iter()
@@ -357,6 +369,7 @@ impl App {
             search,
             ledger,
             ledger_projector,
+            budget,
             auth,
             clock,
             membership,
@@ -498,6 +511,7 @@ impl App {
             membership,
             query_tasks,
             ledger_projector,
+            budget,
             ..
         } = self;
         info!(%addr, "listening");
@@ -533,8 +547,21 @@ impl App {
         for task in query_tasks {
             task.abort();
         }
+        drop(budget);
         served.context("serving HTTP")
     }
+}
+
+/// Runs `work` (which starts projectors, spawning their tasks) on the projections' runtime
+/// when the node has one, so their tasks live there; otherwise here.
+async fn on_budget<T: Send + 'static>(
+    budget: Option<&Budget>,
+    work: impl Future<Output = T> + Send + 'static,
+) -> anyhow::Result<T> {
+    Ok(match budget {
+        Some(budget) => budget.handle().spawn(work).await?,
+        None => work.await,
+    })
 }
 
 /// The full OpenAPI document: command and query sides, generated from the handlers.

@@ -1,7 +1,7 @@
 //! FrontRow: ticket booking for the onsales everyone wants at once.
 //!
 //! This crate is the `frontrow` binary's library: configuration ([`settings`]), assembling and
-//! running one process ([`app`]), the startup checks ([`guard`]), its Prometheus metrics
+//! running one process ([`app`]) and the projections' share of its CPU ([`budget`]), the startup checks ([`guard`]), its Prometheus metrics
 //! ([`metrics`]), the sample event ([`sample`]) and the `analytics` command
 //! ([`analytics_cli`]). The sides themselves live in
 //! their own crates: `frontrow-schema` (the contract), `frontrow-journal` (the log),
@@ -9,6 +9,7 @@
 
 pub mod analytics_cli;
 pub mod app;
+pub mod budget;
 pub mod guard;
 pub mod metrics;
 pub mod sample;

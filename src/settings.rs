@@ -67,6 +67,9 @@ pub struct Settings {
     pub ledger_schema: String,
     /// Most events the ledger projector applies in one transaction.
     pub projector_batch: usize,
+    /// How many `nice` steps below the request path a serving node runs its projections
+    /// (0 to 19; 0: the same priority), see [`crate::budget`].
+    pub projections_nice: u8,
     /// Abuse limits: request rates per customer and per client address, the trusted proxies,
     /// and the caps on server-sent event streams (`[limits]`, `FRONTROW_LIMITS__*`).
     pub limits: frontrow_http::limits::Limits,
@@ -218,6 +221,7 @@ impl Default for Settings {
             database_url: None,
             ledger_schema: "ledger".into(),
             projector_batch: 1000,
+            projections_nice: 10,
             limits: frontrow_http::limits::Limits::default(),
             metrics: true,
             telemetry: crate::telemetry::Telemetry::default(),
@@ -250,6 +254,7 @@ const KEYS: &[&str] = &[
     "database_url",
     "ledger_schema",
     "projector_batch",
+    "projections_nice",
     "limits",
     "metrics",
     "telemetry",
@@ -270,7 +275,13 @@ impl Settings {
             let top = key.as_str().split("__").next().unwrap_or_default();
             KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
         });
-        Ok(figment.merge(env.split("__")).extract()?)
+        let settings: Self = figment.merge(env.split("__")).extract()?;
+        anyhow::ensure!(
+            settings.projections_nice <= 19,
+            "projections_nice is {}: it counts nice steps, 0 to 19",
+            settings.projections_nice
+        );
+        Ok(settings)
     }
 }
 
@@ -311,6 +322,14 @@ mod tests {
         // Secrets never print.
         assert!(!format!("{s:?}").contains("s3cret"));
         assert!(!serde_json::to_string(&s).unwrap().contains("s3cret"));
+    }
+
+    #[test]
+    fn projections_nice_counts_nice_steps_up_to_19() {
+        let s = settings_from(None, &[("FRONTROW_PROJECTIONS_NICE", "19")]).unwrap();
+        assert_eq!(s.projections_nice, 19);
+        let e = settings_from(None, &[("FRONTROW_PROJECTIONS_NICE", "20")]).unwrap_err();
+        assert!(e.contains("0 to 19"), "{e}");
     }
 
     #[test]

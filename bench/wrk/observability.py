@@ -9,6 +9,8 @@ event from 2,000 customers (bench/wrk/reserve.lua). Variants:
   off      FRONTROW_LOG=warn, FRONTROW_METRICS=false  (no request log line, no recorder)
   metrics  FRONTROW_LOG=warn, metrics on
   full     FRONTROW_LOG=info, metrics on               (the defaults: a log line per request)
+  same-priority  the defaults, but the projections at the request path's priority
+                 (FRONTROW_PROJECTIONS_NICE=0; the defaults run them 10 nice steps lower)
 
 Rounds interleave the variants (and the binaries) so drift on a shared machine hits each alike.
 Usage: bench/wrk/observability.py [--bin target/release/frontrow ...] [--variants off,metrics,full]
@@ -23,6 +25,7 @@ VARIANTS = {
     "off": {"FRONTROW_LOG": "warn", "FRONTROW_METRICS": "false"},
     "metrics": {"FRONTROW_LOG": "warn", "FRONTROW_METRICS": "true"},
     "full": {"FRONTROW_LOG": "info", "FRONTROW_METRICS": "true"},
+    "same-priority": {"FRONTROW_LOG": "info", "FRONTROW_METRICS": "true", "FRONTROW_PROJECTIONS_NICE": "0"},
 }
 ROWS, SEATS, CUSTOMERS = 400, 500, 2000
 

@@ -32,7 +32,7 @@ pub use ledger::{
 };
 pub use postgres::PgLedger;
 pub use projector::{Projector, ProjectorError, ProjectorHandle, RebuildReport, rebuild, run, spawn};
-pub use sqlite::SqliteLedger;
+pub use sqlite::{LEDGER_THREAD, SqliteLedger};
 
 /// Opens the serving ledger: PostgreSQL in `schema` when a database URL is configured,
 /// otherwise the embedded SQLite ledger in `data_dir/ledger/`.

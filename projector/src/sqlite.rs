@@ -50,8 +50,13 @@ impl std::fmt::Debug for SqliteLedger {
     }
 }
 
+/// The name every connection thread of the SQLite ledger starts with, so a node can give them
+/// a share of the CPU of their own (`frontrow serve` runs them below the request path).
+pub const LEDGER_THREAD: &str = "ledger-sqlite";
+
 async fn open_pool(path: &Path) -> Result<SqlitePool, LedgerError> {
     let options = SqliteConnectOptions::new()
+        .thread_name(|id| format!("{LEDGER_THREAD}-{id}"))
         .filename(path)
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)

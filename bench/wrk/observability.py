@@ -80,23 +80,38 @@ def wrk(args, env=None):
     return {"rate": rate, "ok_share": (total - non2xx) / total, "p99_ms": float(p99.group(1)) * scale}
 
 
+def onsale(binary, data_dir, env):
+    """A fresh server on `data_dir` with the event and CUSTOMERS tokens in a file: the server,
+    its address, and the arguments and environment of wrk's reserves against it."""
+    server, base, key = start(binary, data_dir, env)
+    try:
+        event_id = event(base, key)
+        tokens = os.path.join(data_dir, "tokens.txt")
+        with open(tokens, "w") as f:
+            for i in range(CUSTOMERS):
+                f.write(post(f"{base}/demo/tokens", {"customer": f"fan{i}"}, {})["token"] + "\n")
+    except BaseException:
+        stop(server)
+        raise
+    reserve_env = {"FRONTROW_WRK_EVENT": event_id, "FRONTROW_WRK_TOKENS": tokens,
+                   "FRONTROW_WRK_ROWS": str(ROWS), "FRONTROW_WRK_SEATS": str(SEATS)}
+    return server, base, ["-s", os.path.join(HERE, "reserve.lua"), base], reserve_env
+
+
+def stop(server):
+    server.terminate()
+    server.wait(timeout=60)
+
+
 def run(binary, variant, secs):
     with tempfile.TemporaryDirectory() as data_dir:
-        server, base, key = start(binary, data_dir, VARIANTS[variant])
+        server, base, reserve_args, reserve_env = onsale(binary, data_dir, VARIANTS[variant])
         try:
-            event_id = event(base, key)
-            tokens = os.path.join(data_dir, "tokens.txt")
-            with open(tokens, "w") as f:
-                for i in range(CUSTOMERS):
-                    f.write(post(f"{base}/demo/tokens", {"customer": f"fan{i}"}, {})["token"] + "\n")
             health = wrk([f"-d{secs}s", f"{base}/health"])
-            reserve = wrk([f"-d{secs}s", "-s", os.path.join(HERE, "reserve.lua"), base], {
-                "FRONTROW_WRK_EVENT": event_id, "FRONTROW_WRK_TOKENS": tokens,
-                "FRONTROW_WRK_ROWS": str(ROWS), "FRONTROW_WRK_SEATS": str(SEATS)})
+            reserve = wrk([f"-d{secs}s", *reserve_args], reserve_env)
             return health, reserve
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            stop(server)
 
 
 def main():

@@ -125,52 +125,45 @@ type SeatKey = (Uuid, String);
 /// Where revenue was earned: a section and a price tier (none for an unpriced remainder).
 type Place = Option<(SectionCode, TierCode)>;
 /// One line of a money transaction: account, place, signed amount.
-type Line<'a> = (&'a str, Place, i64);
+type Line = (&'static str, Place, i64);
 
 #[derive(Default)]
 struct Fold {
     metas: BTreeMap<EventId, Arc<EventMeta>>,
-    events_new: BTreeMap<Uuid, Vec<Val>>,
-    events_upd: BTreeMap<Uuid, Vec<Val>>,
+    events_new: BTreeMap<Uuid, EventRow>,
+    events_upd: BTreeMap<Uuid, EventMapChange>,
     seats_cleared: BTreeSet<Uuid>,
-    seats_new: BTreeMap<SeatKey, Vec<Val>>,
-    seats_upd: BTreeMap<SeatKey, Vec<Val>>,
-    res_new: BTreeMap<Uuid, Vec<Val>>,
-    res_upd: BTreeMap<Uuid, Vec<Val>>,
+    seats_new: BTreeMap<SeatKey, SeatRow>,
+    seats_upd: BTreeMap<SeatKey, SeatChange>,
+    res_new: BTreeMap<Uuid, ReservationRow>,
+    res_upd: BTreeMap<Uuid, ReservationChange>,
     /// Seats of the reservations reserved in this batch.
     res_seats: HashMap<ReservationId, Vec<SeatId>>,
-    bookings_new: BTreeMap<Uuid, Vec<Val>>,
-    bookings_upd: BTreeMap<Uuid, Vec<Val>>,
-    payments_new: BTreeMap<String, Vec<Val>>,
-    payments_upd: BTreeMap<String, Vec<Val>>,
-    refunds: Vec<Vec<Val>>,
-    money: Vec<Vec<Val>>,
-    history: Vec<Vec<Val>>,
+    bookings_new: BTreeMap<Uuid, BookingRow>,
+    bookings_upd: BTreeMap<Uuid, BookingCancel>,
+    payments_new: BTreeMap<String, PaymentRow>,
+    payments_upd: BTreeMap<String, PaymentChange>,
+    refunds: Vec<RefundRow>,
+    money: Vec<MoneyEntry>,
+    history: Vec<SeatHistoryRow>,
     orphans: usize,
-}
-
-fn set(row: &mut [Val], table: &Table, col: &str, v: impl Into<Val>) {
-    let i = table.cols.iter().position(|c| c.name == col).expect("known column");
-    row[i] = v.into();
 }
 
 fn join(seats: &[SeatId]) -> String {
     seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// The columns that start both a reservation's and a booking's row (see `order_table!` in
-/// [`crate::rows`]): the reservation, its event, the customer, the seats and their count, the
-/// amount and its currency.
-fn order_row(rid: Uuid, eid: Uuid, customer: &CustomerId, seats: &[SeatId], amount: &Money) -> Vec<Val> {
-    vec![
-        rid.into(),
-        eid.into(),
-        customer.as_str().into(),
-        join(seats).into(),
-        (seats.len() as i64).into(),
-        amount.amount.into(),
-        amount.currency.as_str().into(),
-    ]
+/// The columns that start both a reservation's and a booking's row.
+fn order_cols(rid: Uuid, eid: Uuid, customer: &CustomerId, seats: &[SeatId], amount: &Money) -> OrderCols {
+    OrderCols {
+        reservation_id: rid,
+        event_id: eid,
+        customer: customer.to_string(),
+        seats: join(seats),
+        seat_count: seats.len() as i64,
+        amount: amount.amount,
+        currency: amount.currency.as_str().to_owned(),
+    }
 }
 
 fn refund_reason(r: RefundReason) -> &'static str {
@@ -231,17 +224,26 @@ impl Fold {
                 let rid = e.reservation_id.as_uuid();
                 self.seats(&fact, &e.seats, ("held", Some(rid)), Some(rid), "held");
                 self.res_seats.insert(e.reservation_id, e.seats.clone());
-                let mut row = order_row(rid, eid, &e.customer, &e.seats, &e.amount);
-                row.extend([Val::from(e.hold_until), at.into(), "held".into(), at.into()]);
+                let row = ReservationRow {
+                    order: order_cols(rid, eid, &e.customer, &e.seats, &e.amount),
+                    hold_until: e.hold_until,
+                    reserved_at: at,
+                    status: "held",
+                    status_at: at,
+                };
                 self.res_new.insert(rid, row);
             }
             Event::SeatsBooked(e) => {
                 let rid = e.reservation_id.as_uuid();
                 self.seats(&fact, &e.seats, ("booked", Some(rid)), Some(rid), "booked");
                 self.reservation_status(rid, "booked", at);
-                let mut row = order_row(rid, eid, &e.customer, &e.seats, &e.payment.amount);
-                let (provider_event_id, late) = (e.payment.provider_event_id.as_str(), e.late);
-                row.extend([Val::from(provider_event_id), late.into(), at.into(), Val::Null]);
+                let row = BookingRow {
+                    order: order_cols(rid, eid, &e.customer, &e.seats, &e.payment.amount),
+                    provider_event_id: e.payment.provider_event_id.to_string(),
+                    late: e.late,
+                    booked_at: at,
+                    cancelled_at: None,
+                };
                 self.bookings_new.insert(rid, row);
                 self.payment(eid, rid, &e.payment, "booked", at, None);
                 // The customer pays; the revenue is earned per section and tier.
@@ -259,16 +261,16 @@ impl Fold {
             Event::PaymentRefunded(e) => {
                 let rid = e.reservation_id.as_uuid();
                 let amount = e.payment.amount;
-                self.refunds.push(vec![
-                    e.payment.provider_event_id.as_str().into(),
-                    rid.into(),
-                    eid.into(),
-                    e.customer.as_str().into(),
-                    amount.amount.into(),
-                    amount.currency.as_str().into(),
-                    refund_reason(e.reason).into(),
-                    at.into(),
-                ]);
+                self.refunds.push(RefundRow {
+                    provider_event_id: e.payment.provider_event_id.to_string(),
+                    reservation_id: rid,
+                    event_id: eid,
+                    customer: e.customer.to_string(),
+                    amount: amount.amount,
+                    currency: amount.currency.as_str().to_owned(),
+                    reason: refund_reason(e.reason),
+                    refunded_at: at,
+                });
                 if e.reason == RefundReason::BookingCancelled {
                     self.cancel_booking(rid, &e.payment.provider_event_id, at);
                     let seats = self
@@ -313,25 +315,23 @@ impl Fold {
             return;
         }
         let map = serde_json::to_string(&e.seat_map).expect("seat maps serialise");
-        self.events_new.insert(
-            eid,
-            vec![
-                eid.into(),
-                e.organizer.as_str().into(),
-                e.title.as_str().into(),
-                e.artist.as_str().into(),
-                e.venue.as_str().into(),
-                e.city.as_str().into(),
-                e.starts_at.into(),
-                e.onsale_at.into(),
-                i64::from(e.hold_minutes.minutes()).into(),
-                i64::from(e.max_seats_per_order).into(),
-                e.currency.as_str().into(),
-                Val::Text(map),
-                at.into(),
-                at.into(),
-            ],
-        );
+        let row = EventRow {
+            event_id: eid,
+            organizer: e.organizer.to_string(),
+            title: e.title.clone(),
+            artist: e.artist.clone(),
+            venue: e.venue.clone(),
+            city: e.city.clone(),
+            starts_at: e.starts_at,
+            onsale_at: e.onsale_at,
+            hold_minutes: i64::from(e.hold_minutes.minutes()),
+            max_seats_per_order: i64::from(e.max_seats_per_order),
+            currency: e.currency.as_str().to_owned(),
+            seat_map: map,
+            scheduled_at: at,
+            seat_map_at: at,
+        };
+        self.events_new.insert(eid, row);
         let meta = Arc::new(EventMeta::new(e.organizer.clone(), e.currency, e.seat_map.clone()));
         self.add_seats(&meta, eid, at);
         self.metas.insert(e.event_id, meta);
@@ -339,13 +339,17 @@ impl Fold {
 
     fn change_map(&mut self, old: &EventMeta, event: EventId, map: &SeatMap, at: DateTime<Utc>) {
         let eid = event.as_uuid();
-        let json = serde_json::to_string(map).expect("seat maps serialise");
+        let seat_map = serde_json::to_string(map).expect("seat maps serialise");
         if let Some(row) = self.events_new.get_mut(&eid) {
-            set(row, &EVENTS, "seat_map", Val::Text(json));
-            set(row, &EVENTS, "seat_map_at", at);
+            row.seat_map = seat_map;
+            row.seat_map_at = at;
         } else {
-            self.events_upd
-                .insert(eid, vec![eid.into(), Val::Text(json), at.into()]);
+            let change = EventMapChange {
+                event_id: eid,
+                seat_map,
+                seat_map_at: at,
+            };
+            self.events_upd.insert(eid, change);
             self.seats_cleared.insert(eid);
         }
         self.seats_new.retain(|(e, _), _| *e != eid);
@@ -361,21 +365,19 @@ impl Fold {
             let seat = layout.seat_at(i);
             let (section, tier, price) = meta.seat(&seat).expect("a laid-out seat is in its map");
             let name = seat.to_string();
-            self.seats_new.insert(
-                (eid, name.clone()),
-                vec![
-                    eid.into(),
-                    name.into(),
-                    section.as_str().into(),
-                    seat.row.as_str().into(),
-                    i64::from(seat.number).into(),
-                    tier.as_str().into(),
-                    price.into(),
-                    "available".into(),
-                    Val::Null,
-                    at.into(),
-                ],
-            );
+            let row = SeatRow {
+                event_id: eid,
+                seat: name.clone(),
+                section: section.to_string(),
+                row_name: seat.row.to_string(),
+                number: i64::from(seat.number),
+                tier: tier.to_string(),
+                price,
+                state: "available",
+                reservation_id: None,
+                updated_at: at,
+            };
+            self.seats_new.insert((eid, name), row);
         }
     }
 
@@ -383,9 +385,9 @@ impl Fold {
         &mut self,
         fact: &Fact,
         seats: &[SeatId],
-        (state, reservation): (&str, Option<Uuid>),
+        (state, reservation): (&'static str, Option<Uuid>),
         rid: Option<Uuid>,
-        kind: &str,
+        kind: &'static str,
     ) {
         let Fact {
             meta,
@@ -400,56 +402,67 @@ impl Fold {
             };
             let key = (eid, seat.to_string());
             if let Some(row) = self.seats_new.get_mut(&key) {
-                set(row, &SEATS, "state", state);
-                set(row, &SEATS, "reservation_id", Val::opt(reservation));
-                set(row, &SEATS, "updated_at", at);
+                row.state = state;
+                row.reservation_id = reservation;
+                row.updated_at = at;
             } else {
-                let row = vec![
-                    eid.into(),
-                    key.1.clone().into(),
-                    state.into(),
-                    Val::opt(reservation),
-                    at.into(),
-                ];
-                self.seats_upd.insert(key.clone(), row);
+                let change = SeatChange {
+                    event_id: eid,
+                    seat: key.1.clone(),
+                    state,
+                    reservation_id: reservation,
+                    updated_at: at,
+                };
+                self.seats_upd.insert(key.clone(), change);
             }
-            self.history.push(vec![
-                eid.into(),
-                (sequence as i64).into(),
-                key.1.into(),
-                kind.into(),
-                Val::opt(rid),
-                section.as_str().into(),
-                tier.as_str().into(),
-                price.into(),
-                at.into(),
-            ]);
+            self.history.push(SeatHistoryRow {
+                event_id: eid,
+                sequence: sequence as i64,
+                seat: key.1,
+                kind,
+                reservation_id: rid,
+                section: section.to_string(),
+                tier: tier.to_string(),
+                price,
+                at,
+            });
         }
     }
 
-    fn reservation_status(&mut self, rid: Uuid, status: &str, at: DateTime<Utc>) {
+    fn reservation_status(&mut self, rid: Uuid, status: &'static str, at: DateTime<Utc>) {
         if let Some(row) = self.res_new.get_mut(&rid) {
-            set(row, &RESERVATIONS, "status", status);
-            set(row, &RESERVATIONS, "status_at", at);
+            row.status = status;
+            row.status_at = at;
         } else {
-            self.res_upd.insert(rid, vec![rid.into(), status.into(), at.into()]);
+            let change = ReservationChange {
+                reservation_id: rid,
+                status,
+                status_at: at,
+            };
+            self.res_upd.insert(rid, change);
         }
     }
 
     fn cancel_booking(&mut self, rid: Uuid, provider_event_id: &str, at: DateTime<Utc>) {
         if let Some(row) = self.bookings_new.get_mut(&rid) {
-            set(row, &BOOKINGS, "cancelled_at", at);
+            row.cancelled_at = Some(at);
         } else {
-            self.bookings_upd.insert(rid, vec![rid.into(), at.into()]);
+            let cancel = BookingCancel {
+                reservation_id: rid,
+                cancelled_at: at,
+            };
+            self.bookings_upd.insert(rid, cancel);
         }
         if let Some(row) = self.payments_new.get_mut(provider_event_id) {
-            set(row, &PAYMENTS, "status", "refunded");
-            set(row, &PAYMENTS, "refunded_at", at);
+            row.status = "refunded";
+            row.refunded_at = Some(at);
         } else {
-            self.payments_upd.insert(
-                provider_event_id.to_owned(),
-                vec![provider_event_id.into(), "refunded".into(), at.into()],
-            );
+            let change = PaymentChange {
+                provider_event_id: provider_event_id.to_owned(),
+                status: "refunded",
+                refunded_at: at,
+            };
+            self.payments_upd.insert(provider_event_id.to_owned(), change);
         }
     }
 
@@ -458,7 +471,7 @@ impl Fold {
         eid: Uuid,
         rid: Uuid,
         p: &Payment,
-        status: &str,
+        status: &'static str,
         at: DateTime<Utc>,
         refunded_at: Option<DateTime<Utc>>,
     ) {
@@ -475,26 +488,24 @@ impl Fold {
         rid: Uuid,
         (provider_event_id, payment_intent): (&str, &str),
         paid: Option<&Money>,
-        status: &str,
+        status: &'static str,
         at: DateTime<Utc>,
         refunded_at: Option<DateTime<Utc>>,
         message: Option<String>,
     ) {
-        self.payments_new.insert(
-            provider_event_id.to_owned(),
-            vec![
-                provider_event_id.into(),
-                payment_intent.into(),
-                rid.into(),
-                eid.into(),
-                Val::opt(paid.map(|m| m.amount)),
-                Val::opt(paid.map(|m| m.currency.as_str())),
-                status.into(),
-                at.into(),
-                Val::opt(refunded_at),
-                Val::opt(message),
-            ],
-        );
+        let row = PaymentRow {
+            provider_event_id: provider_event_id.to_owned(),
+            payment_intent: payment_intent.to_owned(),
+            reservation_id: rid,
+            event_id: eid,
+            amount: paid.map(|m| m.amount),
+            currency: paid.map(|m| m.currency.as_str().to_owned()),
+            status,
+            received_at: at,
+            refunded_at,
+            message,
+        };
+        self.payments_new.insert(provider_event_id.to_owned(), row);
     }
 
     #[expect(clippy::too_many_arguments, reason = "one double-entry transaction")]
@@ -503,29 +514,26 @@ impl Fold {
         txn: Uuid,
         eid: Uuid,
         rid: Uuid,
-        kind: &str,
+        kind: &'static str,
         money: &Money,
-        lines: Vec<Line<'_>>,
+        lines: Vec<Line>,
         at: DateTime<Utc>,
     ) {
         for (line, (account, st, amount)) in lines.into_iter().enumerate() {
-            let (section, tier) = match st {
-                Some((s, t)) => (Val::text(s.as_str()), Val::text(t.as_str())),
-                None => (Val::Null, Val::Null),
-            };
-            self.money.push(vec![
-                txn.into(),
-                (line as i64).into(),
-                eid.into(),
-                rid.into(),
-                kind.into(),
-                account.into(),
+            let (section, tier) = st.map(|(s, t)| (s.to_string(), t.to_string())).unzip();
+            self.money.push(MoneyEntry {
+                txn_id: txn,
+                line: line as i64,
+                event_id: eid,
+                reservation_id: rid,
+                kind,
+                account,
                 section,
                 tier,
-                amount.into(),
-                money.currency.as_str().into(),
-                at.into(),
-            ]);
+                amount,
+                currency: money.currency.as_str().to_owned(),
+                at,
+            });
         }
     }
 
@@ -536,44 +544,19 @@ impl Fold {
                 col: SEATS.col("event_id"),
                 values: self.seats_cleared.iter().map(|e| Val::Uuid(*e)).collect(),
             },
-            insert(&EVENTS, values(self.events_new)),
-            update(
-                &EVENTS,
-                &["event_id"],
-                &["seat_map", "seat_map_at"],
-                values(self.events_upd),
-            ),
-            insert(&SEATS, values(self.seats_new)),
-            update(
-                &SEATS,
-                &["event_id", "seat"],
-                &["state", "reservation_id", "updated_at"],
-                values(self.seats_upd),
-            ),
-            insert(&RESERVATIONS, values(self.res_new)),
-            update(
-                &RESERVATIONS,
-                &["reservation_id"],
-                &["status", "status_at"],
-                values(self.res_upd),
-            ),
-            insert(&BOOKINGS, values(self.bookings_new)),
-            update(
-                &BOOKINGS,
-                &["reservation_id"],
-                &["cancelled_at"],
-                values(self.bookings_upd),
-            ),
-            insert(&PAYMENTS, values(self.payments_new)),
-            update(
-                &PAYMENTS,
-                &["provider_event_id"],
-                &["status", "refunded_at"],
-                values(self.payments_upd),
-            ),
-            insert(&REFUNDS, self.refunds),
-            insert(&MONEY_ENTRIES, self.money),
-            insert(&SEAT_HISTORY, self.history),
+            insert(self.events_new.into_values()),
+            update(self.events_upd.into_values()),
+            insert(self.seats_new.into_values()),
+            update(self.seats_upd.into_values()),
+            insert(self.res_new.into_values()),
+            update(self.res_upd.into_values()),
+            insert(self.bookings_new.into_values()),
+            update(self.bookings_upd.into_values()),
+            insert(self.payments_new.into_values()),
+            update(self.payments_upd.into_values()),
+            insert(self.refunds),
+            insert(self.money),
+            insert(self.history),
         ];
         ops.retain(|op| !op.is_empty());
         Projected {
@@ -582,11 +565,6 @@ impl Fold {
             orphans: self.orphans,
         }
     }
-}
-
-/// The rows of a map of new or changed rows, in key order.
-fn values<K>(rows: BTreeMap<K, Vec<Val>>) -> Vec<Vec<Val>> {
-    rows.into_values().collect()
 }
 
 /// Splits `amount` over the sections and tiers of `seats` by their prices. Any difference

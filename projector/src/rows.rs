@@ -84,6 +84,19 @@ impl Val {
         }
     }
 
+    /// Whether this value can be stored in a column of type `ty` (`Null` fits any).
+    pub fn fits(&self, ty: Ty) -> bool {
+        matches!(
+            (self, ty),
+            (Val::Null, _)
+                | (Val::Uuid(_), Ty::Uuid)
+                | (Val::Text(_), Ty::Text | Ty::Json)
+                | (Val::Int(_), Ty::Int)
+                | (Val::Bool(_), Ty::Bool)
+                | (Val::Time(_), Ty::Time)
+        )
+    }
+
     pub fn as_time(&self) -> Option<DateTime<Utc>> {
         match self {
             Val::Time(t) => Some(*t),
@@ -108,6 +121,12 @@ val_from!(Uuid => Uuid, String => Text, i64 => Int, bool => Bool, DateTime<Utc> 
 impl From<&str> for Val {
     fn from(v: &str) -> Self {
         Val::Text(v.to_owned())
+    }
+}
+
+impl<T: Into<Val>> From<Option<T>> for Val {
+    fn from(v: Option<T>) -> Self {
+        Val::opt(v)
     }
 }
 
@@ -148,140 +167,280 @@ impl Table {
 
 use Ty::*;
 
-pub static EVENTS: Table = Table {
-    name: "events",
-    cols: &[
-        c("event_id", Uuid),
-        c("organizer", Text),
-        c("title", Text),
-        c("artist", Text),
-        c("venue", Text),
-        c("city", Text),
-        c("starts_at", Time),
-        c("onsale_at", Time),
-        c("hold_minutes", Int),
-        c("max_seats_per_order", Int),
-        c("currency", Text),
-        c("seat_map", Json),
-        c("scheduled_at", Time),
-        c("seat_map_at", Time),
-    ],
-};
+/// A typed row of a ledger table: a value for every column, in the table's order.
+pub trait Row {
+    fn table() -> &'static Table;
+    fn into_values(self) -> Vec<Val>;
+}
 
-pub static SEATS: Table = Table {
-    name: "seats",
-    cols: &[
-        c("event_id", Uuid),
-        c("seat", Text),
-        c("section", Text),
-        c("row_name", Text),
-        c("number", Int),
-        c("tier", Text),
-        c("price", Int),
-        c("state", Text),
-        c("reservation_id", Uuid),
-        c("updated_at", Time),
-    ],
-};
+/// A typed change to rows of a ledger table: the key columns that find the row, then the
+/// columns it sets.
+pub trait Change {
+    fn table() -> &'static Table;
+    fn key() -> &'static [&'static str];
+    fn set() -> &'static [&'static str];
+    fn into_values(self) -> Vec<Val>;
+}
 
-/// A table of orders: the columns that start both a reservation's and a booking's row (the
-/// reservation, its event, the customer, the seats and their count, the amount and its
-/// currency), then the table's own.
-macro_rules! order_table {
-    ($name:literal, $($col:expr),* $(,)?) => {
-        Table {
+/// Declares a ledger table and its typed row together, so the struct's fields are the table's
+/// columns in order and a misspelt column is a compile error. `+ order` puts the columns every
+/// order table starts with ([`OrderCols`]) first.
+macro_rules! ledger_table {
+    ($(#[$m:meta])* $table:ident = $name:literal, $row:ident $(+ $order:ident)? {
+        $($(#[$fm:meta])* $col:ident: $ty:ty => $sql:ident),* $(,)?
+    }) => {
+        pub static $table: Table = Table {
             name: $name,
-            cols: &[
-                c("reservation_id", Uuid),
-                c("event_id", Uuid),
-                c("customer", Text),
-                c("seats", Text),
-                c("seat_count", Int),
-                c("amount", Int),
-                c("currency", Text),
-                $($col),*
-            ],
+            cols: ledger_table!(@cols $($order)? [$(c(stringify!($col), $sql)),*]),
+        };
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $row {
+            $(pub $order: OrderCols,)?
+            $($(#[$fm])* pub $col: $ty),*
+        }
+        impl Row for $row {
+            fn table() -> &'static Table {
+                &$table
+            }
+            fn into_values(self) -> Vec<Val> {
+                #[allow(unused_mut)]
+                let mut values: Vec<Val> = Vec::with_capacity($table.cols.len());
+                $(values.extend(self.$order.into_values());)?
+                $(values.push(Val::from(self.$col));)*
+                values
+            }
+        }
+    };
+    (@cols order [$($c:expr),*]) => {
+        &[
+            c("reservation_id", Uuid),
+            c("event_id", Uuid),
+            c("customer", Text),
+            c("seats", Text),
+            c("seat_count", Int),
+            c("amount", Int),
+            c("currency", Text),
+            $($c),*
+        ]
+    };
+    (@cols [$($c:expr),*]) => {
+        &[$($c),*]
+    };
+}
+
+/// Declares a typed change to rows of `$table`: the `key` fields find the row, the `set`
+/// fields are written. Their names must be columns of the table (checked by a test).
+macro_rules! ledger_change {
+    ($(#[$m:meta])* $change:ident on $table:ident,
+        key { $($k:ident: $kty:ty),* $(,)? },
+        set { $($s:ident: $sty:ty),* $(,)? }
+    ) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $change {
+            $(pub $k: $kty,)*
+            $(pub $s: $sty,)*
+        }
+        impl Change for $change {
+            fn table() -> &'static Table {
+                &$table
+            }
+            fn key() -> &'static [&'static str] {
+                &[$(stringify!($k)),*]
+            }
+            fn set() -> &'static [&'static str] {
+                &[$(stringify!($s)),*]
+            }
+            fn into_values(self) -> Vec<Val> {
+                vec![$(Val::from(self.$k),)* $(Val::from(self.$s),)*]
+            }
         }
     };
 }
 
-pub static RESERVATIONS: Table = order_table!(
-    "reservations",
-    c("hold_until", Time),
-    c("reserved_at", Time),
-    c("status", Text),
-    c("status_at", Time),
+/// The columns that start both a reservation's and a booking's row: the reservation, its
+/// event, the customer, the seats (comma-separated) and their count, the amount and its currency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderCols {
+    pub reservation_id: uuid::Uuid,
+    pub event_id: uuid::Uuid,
+    pub customer: String,
+    pub seats: String,
+    pub seat_count: i64,
+    pub amount: i64,
+    pub currency: String,
+}
+
+impl OrderCols {
+    fn into_values(self) -> [Val; 7] {
+        [
+            self.reservation_id.into(),
+            self.event_id.into(),
+            self.customer.into(),
+            self.seats.into(),
+            self.seat_count.into(),
+            self.amount.into(),
+            self.currency.into(),
+        ]
+    }
+}
+
+type Time = DateTime<Utc>;
+type Id = uuid::Uuid;
+
+ledger_table!(
+    /// An event in the catalogue, with its current seat map as JSON.
+    EVENTS = "events", EventRow {
+        event_id: Id => Uuid,
+        organizer: String => Text,
+        title: String => Text,
+        artist: String => Text,
+        venue: String => Text,
+        city: String => Text,
+        starts_at: Time => Time,
+        onsale_at: Time => Time,
+        hold_minutes: i64 => Int,
+        max_seats_per_order: i64 => Int,
+        currency: String => Text,
+        seat_map: String => Json,
+        scheduled_at: Time => Time,
+        seat_map_at: Time => Time,
+    }
 );
 
-pub static BOOKINGS: Table = order_table!(
-    "bookings",
-    c("provider_event_id", Text),
-    c("late", Bool),
-    c("booked_at", Time),
-    c("cancelled_at", Time),
+ledger_table!(
+    /// A seat of an event's current map and its state now.
+    SEATS = "seats", SeatRow {
+        event_id: Id => Uuid,
+        seat: String => Text,
+        section: String => Text,
+        row_name: String => Text,
+        number: i64 => Int,
+        tier: String => Text,
+        price: i64 => Int,
+        state: &'static str => Text,
+        reservation_id: Option<Id> => Uuid,
+        updated_at: Time => Time,
+    }
 );
 
-pub static PAYMENTS: Table = Table {
-    name: "payments",
-    cols: &[
-        c("provider_event_id", Text),
-        c("payment_intent", Text),
-        c("reservation_id", Uuid),
-        c("event_id", Uuid),
-        c("amount", Int),
-        c("currency", Text),
-        c("status", Text),
-        c("received_at", Time),
-        c("refunded_at", Time),
-        c("message", Text),
-    ],
-};
+ledger_table!(
+    /// A reservation and its status now.
+    RESERVATIONS = "reservations", ReservationRow + order {
+        hold_until: Time => Time,
+        reserved_at: Time => Time,
+        status: &'static str => Text,
+        status_at: Time => Time,
+    }
+);
 
-pub static REFUNDS: Table = Table {
-    name: "refunds",
-    cols: &[
-        c("provider_event_id", Text),
-        c("reservation_id", Uuid),
-        c("event_id", Uuid),
-        c("customer", Text),
-        c("amount", Int),
-        c("currency", Text),
-        c("reason", Text),
-        c("refunded_at", Time),
-    ],
-};
+ledger_table!(
+    /// A booking: a reservation paid for, until it is cancelled.
+    BOOKINGS = "bookings", BookingRow + order {
+        provider_event_id: String => Text,
+        late: bool => Bool,
+        booked_at: Time => Time,
+        cancelled_at: Option<Time> => Time,
+    }
+);
 
-pub static MONEY_ENTRIES: Table = Table {
-    name: "money_entries",
-    cols: &[
-        c("txn_id", Uuid),
-        c("line", Int),
-        c("event_id", Uuid),
-        c("reservation_id", Uuid),
-        c("kind", Text),
-        c("account", Text),
-        c("section", Text),
-        c("tier", Text),
-        c("amount", Int),
-        c("currency", Text),
-        c("at", Time),
-    ],
-};
+ledger_table!(
+    /// A payment the provider reported: paid (with an amount) or failed (with a message).
+    PAYMENTS = "payments", PaymentRow {
+        provider_event_id: String => Text,
+        payment_intent: String => Text,
+        reservation_id: Id => Uuid,
+        event_id: Id => Uuid,
+        amount: Option<i64> => Int,
+        currency: Option<String> => Text,
+        status: &'static str => Text,
+        received_at: Time => Time,
+        refunded_at: Option<Time> => Time,
+        message: Option<String> => Text,
+    }
+);
 
-pub static SEAT_HISTORY: Table = Table {
-    name: "seat_history",
-    cols: &[
-        c("event_id", Uuid),
-        c("sequence", Int),
-        c("seat", Text),
-        c("kind", Text),
-        c("reservation_id", Uuid),
-        c("section", Text),
-        c("tier", Text),
-        c("price", Int),
-        c("at", Time),
-    ],
-};
+ledger_table!(
+    /// A payment given back, and why.
+    REFUNDS = "refunds", RefundRow {
+        provider_event_id: String => Text,
+        reservation_id: Id => Uuid,
+        event_id: Id => Uuid,
+        customer: String => Text,
+        amount: i64 => Int,
+        currency: String => Text,
+        reason: &'static str => Text,
+        refunded_at: Time => Time,
+    }
+);
+
+ledger_table!(
+    /// One line of a double-entry money transaction; a transaction's lines sum to zero.
+    MONEY_ENTRIES = "money_entries", MoneyEntry {
+        txn_id: Id => Uuid,
+        line: i64 => Int,
+        event_id: Id => Uuid,
+        reservation_id: Id => Uuid,
+        kind: &'static str => Text,
+        account: &'static str => Text,
+        section: Option<String> => Text,
+        tier: Option<String> => Text,
+        amount: i64 => Int,
+        currency: String => Text,
+        at: Time => Time,
+    }
+);
+
+ledger_table!(
+    /// One change of one seat, with the seat's place and price when it happened.
+    SEAT_HISTORY = "seat_history", SeatHistoryRow {
+        event_id: Id => Uuid,
+        sequence: i64 => Int,
+        seat: String => Text,
+        kind: &'static str => Text,
+        reservation_id: Option<Id> => Uuid,
+        section: String => Text,
+        tier: String => Text,
+        price: i64 => Int,
+        at: Time => Time,
+    }
+);
+
+ledger_change!(
+    /// A new seat map for an event the ledger already has.
+    EventMapChange on EVENTS,
+    key { event_id: Id },
+    set { seat_map: String, seat_map_at: Time }
+);
+
+ledger_change!(
+    /// A seat's new state.
+    SeatChange on SEATS,
+    key { event_id: Id, seat: String },
+    set { state: &'static str, reservation_id: Option<Id>, updated_at: Time }
+);
+
+ledger_change!(
+    /// A reservation's new status.
+    ReservationChange on RESERVATIONS,
+    key { reservation_id: Id },
+    set { status: &'static str, status_at: Time }
+);
+
+ledger_change!(
+    /// A booking cancelled.
+    BookingCancel on BOOKINGS,
+    key { reservation_id: Id },
+    set { cancelled_at: Time }
+);
+
+ledger_change!(
+    /// A payment's new status.
+    PaymentChange on PAYMENTS,
+    key { provider_event_id: String },
+    set { status: &'static str, refunded_at: Time }
+);
 
 /// Every table the projector writes, for dumps and comparisons (positions last).
 pub static ALL_TABLES: &[&Table] = &[
@@ -333,17 +492,73 @@ impl Op {
     }
 }
 
-/// Builds an insert op: `rows` hold a value for every column of `table`, in order.
-pub fn insert(table: &'static Table, rows: Vec<Vec<Val>>) -> Op {
+/// The insert of typed `rows`.
+pub fn insert<R: Row>(rows: impl IntoIterator<Item = R>) -> Op {
+    let table = R::table();
+    let rows = rows.into_iter().map(|r| checked(table.cols, r.into_values())).collect();
     Op::Insert { table, rows }
 }
 
-/// Builds an update op from column names.
-pub fn update(table: &'static Table, key: &[&str], set: &[&str], rows: Vec<Vec<Val>>) -> Op {
-    Op::Update {
-        table,
-        key: key.iter().map(|k| table.col(k)).collect(),
-        set: set.iter().map(|s| table.col(s)).collect(),
-        rows,
+/// The update of typed `changes`.
+pub fn update<C: Change>(changes: impl IntoIterator<Item = C>) -> Op {
+    let table = C::table();
+    let key: Vec<Col> = C::key().iter().map(|k| table.col(k)).collect();
+    let set: Vec<Col> = C::set().iter().map(|s| table.col(s)).collect();
+    let cols: Vec<Col> = key.iter().chain(&set).copied().collect();
+    let rows = changes.into_iter().map(|r| checked(&cols, r.into_values())).collect();
+    Op::Update { table, key, set, rows }
+}
+
+/// `values`, after checking (in debug builds) that each fits its column's type.
+fn checked(cols: &[Col], values: Vec<Val>) -> Vec<Val> {
+    debug_assert_eq!(cols.len(), values.len(), "a value for every column");
+    debug_assert!(
+        cols.iter().zip(&values).all(|(c, v)| v.fits(c.ty)),
+        "values {values:?} do not fit columns {cols:?}"
+    );
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every typed change names columns its table has (`Table::col` panics otherwise).
+    #[test]
+    fn every_change_names_columns_of_its_table() {
+        let ops = [
+            update(Vec::<EventMapChange>::new()),
+            update(Vec::<SeatChange>::new()),
+            update(Vec::<ReservationChange>::new()),
+            update(Vec::<BookingCancel>::new()),
+            update(Vec::<PaymentChange>::new()),
+        ];
+        for op in ops {
+            let Op::Update { table, key, set, .. } = op else {
+                unreachable!()
+            };
+            assert_eq!(key.len() + set.len(), key.iter().chain(&set).count(), "{}", table.name);
+            assert!(!set.is_empty(), "{} changes something", table.name);
+        }
+    }
+
+    #[test]
+    fn order_tables_start_with_the_order_columns() {
+        for table in [&RESERVATIONS, &BOOKINGS] {
+            let names: Vec<_> = table.cols.iter().take(7).map(|c| c.name).collect();
+            assert_eq!(
+                names,
+                [
+                    "reservation_id",
+                    "event_id",
+                    "customer",
+                    "seats",
+                    "seat_count",
+                    "amount",
+                    "currency"
+                ]
+            );
+        }
+        assert_eq!(BOOKINGS.cols.len(), 11);
     }
 }

@@ -1,8 +1,13 @@
 //! The ledger's reads, written once over [`Ledger::query`] for both dialects.
+//!
+//! Each read names the Rust type of every column it selects ([`query_as`] with a tuple), so a
+//! row is destructured by name and a column read as the wrong type is a [`LedgerError::Corrupt`],
+//! never a silent default.
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use frontrow_schema::{CustomerId, EventId, SeatId};
 use uuid::Uuid;
 
@@ -14,118 +19,201 @@ fn corrupt(what: &str) -> LedgerError {
     LedgerError::Corrupt(format!("unexpected {what}"))
 }
 
-fn uuid(v: &Val) -> Result<Uuid, LedgerError> {
-    v.as_uuid().ok_or_else(|| corrupt("non-uuid"))
+/// A Rust type one selected column is read as: its column type and how a value becomes one.
+trait Cell: Sized {
+    const TY: Ty;
+    /// The value as `Self`, or back again if it is not one.
+    fn from_val(v: Val) -> Result<Self, Val>;
 }
-fn text(v: &Val) -> Result<String, LedgerError> {
-    v.as_str().map(str::to_owned).ok_or_else(|| corrupt("non-text"))
+
+macro_rules! cell {
+    ($($t:ty => $ty:ident, $v:pat => $out:expr);* $(;)?) => {
+        $(impl Cell for $t {
+            const TY: Ty = Ty::$ty;
+            fn from_val(v: Val) -> Result<Self, Val> {
+                match v {
+                    $v => Ok($out),
+                    other => Err(other),
+                }
+            }
+        })*
+    };
 }
-fn opt_text(v: &Val) -> Option<String> {
-    v.as_str().map(str::to_owned)
+
+cell!(
+    Uuid => Uuid, Val::Uuid(u) => u;
+    String => Text, Val::Text(s) => s;
+    i64 => Int, Val::Int(i) => i;
+    DateTime<Utc> => Time, Val::Time(t) => t;
+);
+
+impl Cell for bool {
+    const TY: Ty = Ty::Bool;
+    fn from_val(v: Val) -> Result<Self, Val> {
+        match v {
+            Val::Bool(b) => Ok(b),
+            // SQLite keeps a boolean as an integer.
+            Val::Int(i) => Ok(i != 0),
+            other => Err(other),
+        }
+    }
 }
-fn int(v: &Val) -> i64 {
-    v.as_int().unwrap_or(0)
+
+impl<T: Cell> Cell for Option<T> {
+    const TY: Ty = T::TY;
+    fn from_val(v: Val) -> Result<Self, Val> {
+        match v {
+            Val::Null => Ok(None),
+            v => T::from_val(v).map(Some),
+        }
+    }
 }
+
+/// A selected row as a tuple of [`Cell`]s, one per column in order.
+trait FromRow: Sized {
+    const TYPES: &'static [Ty];
+    fn from_row(row: Vec<Val>) -> Result<Self, LedgerError>;
+}
+
+macro_rules! from_row {
+    ($($t:ident),+) => {
+        impl<$($t: Cell),+> FromRow for ($($t,)+) {
+            const TYPES: &'static [Ty] = &[$($t::TY),+];
+            fn from_row(row: Vec<Val>) -> Result<Self, LedgerError> {
+                let mut cells = row.into_iter().enumerate();
+                Ok(($({
+                    let (i, v) = cells.next().ok_or_else(|| corrupt("short row"))?;
+                    $t::from_val(v).map_err(|v| corrupt(&format!("{v:?} in column {i}")))?
+                },)+))
+            }
+        }
+    };
+}
+
+from_row!(A);
+from_row!(A, B);
+from_row!(A, B, C);
+from_row!(A, B, C, D);
+from_row!(A, B, C, D, E, F, G, H);
+from_row!(A, B, C, D, E, F, G, H, I, J, K);
+
+/// The rows of `sql` with `params`, each read as the tuple `R`.
+async fn query_as<R: FromRow, L: Ledger + ?Sized>(
+    ledger: &L,
+    sql: &str,
+    params: Vec<Val>,
+) -> Result<Vec<R>, LedgerError> {
+    let rows = ledger.query(sql, params, R::TYPES).await?;
+    rows.into_iter().map(R::from_row).collect()
+}
+
+type Time = DateTime<Utc>;
 
 #[async_trait]
 impl<L: Ledger + ?Sized> LedgerReads for L {
     async fn customer_bookings(&self, customer: &CustomerId) -> Result<Vec<CustomerBooking>, LedgerError> {
-        let rows = self
-            .query(
-                "SELECT b.reservation_id, b.event_id, e.title, e.venue, e.starts_at, b.seats, b.amount,
-                        b.currency, b.late, b.booked_at, b.cancelled_at
-                 FROM bookings b JOIN events e ON e.event_id = b.event_id
-                 WHERE b.customer = $1
-                 ORDER BY b.booked_at DESC, b.reservation_id",
-                vec![customer.as_str().into()],
-                &[
-                    Ty::Uuid,
-                    Ty::Uuid,
-                    Ty::Text,
-                    Ty::Text,
-                    Ty::Time,
-                    Ty::Text,
-                    Ty::Int,
-                    Ty::Text,
-                    Ty::Bool,
-                    Ty::Time,
-                    Ty::Time,
-                ],
-            )
-            .await?;
-        rows.iter()
-            .map(|r| {
-                let cancelled_at = r[10].as_time();
-                Ok(CustomerBooking {
-                    reservation_id: uuid(&r[0])?,
-                    event_id: uuid(&r[1])?,
-                    title: text(&r[2])?,
-                    venue: text(&r[3])?,
-                    starts_at: r[4].as_time().ok_or_else(|| corrupt("starts_at"))?,
-                    seats: text(&r[5])?.split(',').map(str::to_owned).collect(),
-                    amount: int(&r[6]),
-                    currency: text(&r[7])?,
-                    late: r[8].as_bool().unwrap_or(false),
-                    booked_at: r[9].as_time().ok_or_else(|| corrupt("booked_at"))?,
-                    status: if cancelled_at.is_some() {
-                        BookingStatus::Cancelled
-                    } else {
-                        BookingStatus::Booked
-                    },
-                    cancelled_at,
-                })
-            })
-            .collect()
+        type Booking = (
+            Uuid,
+            Uuid,
+            String,
+            String,
+            Time,
+            String,
+            i64,
+            String,
+            bool,
+            Time,
+            Option<Time>,
+        );
+        let rows: Vec<Booking> = query_as(
+            self,
+            "SELECT b.reservation_id, b.event_id, e.title, e.venue, e.starts_at, b.seats, b.amount,
+                    b.currency, b.late, b.booked_at, b.cancelled_at
+             FROM bookings b JOIN events e ON e.event_id = b.event_id
+             WHERE b.customer = $1
+             ORDER BY b.booked_at DESC, b.reservation_id",
+            vec![customer.as_str().into()],
+        )
+        .await?;
+        let booking = |(
+            reservation_id,
+            event_id,
+            title,
+            venue,
+            starts_at,
+            seats,
+            amount,
+            currency,
+            late,
+            booked_at,
+            cancelled_at,
+        ): Booking| {
+            CustomerBooking {
+                reservation_id,
+                event_id,
+                title,
+                venue,
+                starts_at,
+                seats: seats.split(',').map(str::to_owned).collect(),
+                amount,
+                currency,
+                late,
+                booked_at,
+                status: if cancelled_at.is_some() {
+                    BookingStatus::Cancelled
+                } else {
+                    BookingStatus::Booked
+                },
+                cancelled_at,
+            }
+        };
+        Ok(rows.into_iter().map(booking).collect())
     }
 
     async fn event_sales(&self, event: EventId) -> Result<Option<EventSales>, LedgerError> {
         let id = Val::Uuid(event.as_uuid());
-        let head = self
-            .query(
-                "SELECT title, organizer, currency FROM events WHERE event_id = $1",
-                vec![id.clone()],
-                &[Ty::Text, Ty::Text, Ty::Text],
-            )
-            .await?;
-        let Some(head) = head.first() else {
+        let head: Vec<(String, String, String)> = query_as(
+            self,
+            "SELECT title, organizer, currency FROM events WHERE event_id = $1",
+            vec![id.clone()],
+        )
+        .await?;
+        let Some((title, organizer, currency)) = head.into_iter().next() else {
             return Ok(None);
         };
         type Key = (Option<String>, Option<String>);
         let mut lines: BTreeMap<Key, SalesLine> = BTreeMap::new();
-        let seats = self
-            .query(
-                "SELECT section, tier, COUNT(*),
-                        CAST(SUM(CASE WHEN state = 'available' THEN 1 ELSE 0 END) AS BIGINT),
-                        CAST(SUM(CASE WHEN state = 'held' THEN 1 ELSE 0 END) AS BIGINT),
-                        CAST(SUM(CASE WHEN state = 'booked' THEN 1 ELSE 0 END) AS BIGINT),
-                        CAST(SUM(CASE WHEN state = 'booked' THEN price ELSE 0 END) AS BIGINT),
-                        CAST(SUM(CASE WHEN state = 'withheld' THEN 1 ELSE 0 END) AS BIGINT)
-                 FROM seats WHERE event_id = $1 GROUP BY section, tier",
-                vec![id.clone()],
-                &[Ty::Text, Ty::Text, Ty::Int, Ty::Int, Ty::Int, Ty::Int, Ty::Int, Ty::Int],
-            )
-            .await?;
-        for r in &seats {
-            let line = lines.entry((opt_text(&r[0]), opt_text(&r[1]))).or_default();
-            line.seats = int(&r[2]);
-            line.available_now = int(&r[3]);
-            line.held_now = int(&r[4]);
-            line.booked_now = int(&r[5]);
-            line.booked_value = int(&r[6]);
-            line.withheld_now = int(&r[7]);
+        let seats: Vec<(Option<String>, Option<String>, i64, i64, i64, i64, i64, i64)> = query_as(
+            self,
+            "SELECT section, tier, COUNT(*),
+                    CAST(SUM(CASE WHEN state = 'available' THEN 1 ELSE 0 END) AS BIGINT),
+                    CAST(SUM(CASE WHEN state = 'held' THEN 1 ELSE 0 END) AS BIGINT),
+                    CAST(SUM(CASE WHEN state = 'booked' THEN 1 ELSE 0 END) AS BIGINT),
+                    CAST(SUM(CASE WHEN state = 'booked' THEN price ELSE 0 END) AS BIGINT),
+                    CAST(SUM(CASE WHEN state = 'withheld' THEN 1 ELSE 0 END) AS BIGINT)
+             FROM seats WHERE event_id = $1 GROUP BY section, tier",
+            vec![id.clone()],
+        )
+        .await?;
+        for (section, tier, count, available, held, booked, booked_value, withheld) in seats {
+            let line = lines.entry((section, tier)).or_default();
+            line.seats = count;
+            line.available_now = available;
+            line.held_now = held;
+            line.booked_now = booked;
+            line.booked_value = booked_value;
+            line.withheld_now = withheld;
         }
-        let history = self
-            .query(
-                "SELECT section, tier, kind, COUNT(*) FROM seat_history WHERE event_id = $1
-                 GROUP BY section, tier, kind",
-                vec![id.clone()],
-                &[Ty::Text, Ty::Text, Ty::Text, Ty::Int],
-            )
-            .await?;
-        for r in &history {
-            let line = lines.entry((opt_text(&r[0]), opt_text(&r[1]))).or_default();
-            let n = int(&r[3]);
-            match r[2].as_str().unwrap_or_default() {
+        let history: Vec<(Option<String>, Option<String>, String, i64)> = query_as(
+            self,
+            "SELECT section, tier, kind, COUNT(*) FROM seat_history WHERE event_id = $1
+             GROUP BY section, tier, kind",
+            vec![id.clone()],
+        )
+        .await?;
+        for (section, tier, kind, n) in history {
+            let line = lines.entry((section, tier)).or_default();
+            match kind.as_str() {
                 "held" => line.held = n,
                 "booked" => line.booked = n,
                 "expired" => line.expired = n,
@@ -137,16 +225,15 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                 other => return Err(corrupt(&format!("seat history kind {other:?}"))),
             }
         }
-        let revenue = self
-            .query(
-                "SELECT section, tier, CAST(SUM(amount) AS BIGINT) FROM money_entries
-                 WHERE event_id = $1 AND account = 'event_revenue' GROUP BY section, tier",
-                vec![id],
-                &[Ty::Text, Ty::Text, Ty::Int],
-            )
-            .await?;
-        for r in &revenue {
-            lines.entry((opt_text(&r[0]), opt_text(&r[1]))).or_default().revenue = int(&r[2]);
+        let revenue: Vec<(Option<String>, Option<String>, i64)> = query_as(
+            self,
+            "SELECT section, tier, CAST(SUM(amount) AS BIGINT) FROM money_entries
+             WHERE event_id = $1 AND account = 'event_revenue' GROUP BY section, tier",
+            vec![id],
+        )
+        .await?;
+        for (section, tier, amount) in revenue {
+            lines.entry((section, tier)).or_default().revenue = amount;
         }
         let mut total = SalesLine::default();
         let lines: Vec<SalesLine> = lines
@@ -172,9 +259,9 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
             .collect();
         Ok(Some(EventSales {
             event_id: event.as_uuid(),
-            title: text(&head[0])?,
-            organizer: text(&head[1])?,
-            currency: text(&head[2])?,
+            title,
+            organizer,
+            currency,
             total,
             lines,
         }))
@@ -182,114 +269,113 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
 
     async fn seat_history(&self, event: EventId, seat: &SeatId) -> Result<Option<SeatHistory>, LedgerError> {
         let params = vec![Val::Uuid(event.as_uuid()), Val::Text(seat.to_string())];
-        let head = self
-            .query(
-                "SELECT section, tier, price, state FROM seats WHERE event_id = $1 AND seat = $2",
-                params.clone(),
-                &[Ty::Text, Ty::Text, Ty::Int, Ty::Text],
-            )
-            .await?;
-        let Some(head) = head.first() else {
+        let head: Vec<(String, String, i64, String)> = query_as(
+            self,
+            "SELECT section, tier, price, state FROM seats WHERE event_id = $1 AND seat = $2",
+            params.clone(),
+        )
+        .await?;
+        let Some((section, tier, price, state)) = head.into_iter().next() else {
             return Ok(None);
         };
-        let rows = self
-            .query(
-                "SELECT sequence, kind, reservation_id, at FROM seat_history
-                 WHERE event_id = $1 AND seat = $2 ORDER BY sequence",
-                params,
-                &[Ty::Int, Ty::Text, Ty::Uuid, Ty::Time],
-            )
-            .await?;
+        let rows: Vec<(i64, String, Option<Uuid>, Time)> = query_as(
+            self,
+            "SELECT sequence, kind, reservation_id, at FROM seat_history
+             WHERE event_id = $1 AND seat = $2 ORDER BY sequence",
+            params,
+        )
+        .await?;
         let history = rows
-            .iter()
-            .map(|r| {
-                Ok(SeatHistoryEntry {
-                    sequence: int(&r[0]),
-                    kind: text(&r[1])?,
-                    reservation_id: r[2].as_uuid(),
-                    at: r[3].as_time().ok_or_else(|| corrupt("time"))?,
-                })
+            .into_iter()
+            .map(|(sequence, kind, reservation_id, at)| SeatHistoryEntry {
+                sequence,
+                kind,
+                reservation_id,
+                at,
             })
-            .collect::<Result<_, LedgerError>>()?;
+            .collect();
         Ok(Some(SeatHistory {
             event_id: event.as_uuid(),
             seat: seat.to_string(),
-            section: text(&head[0])?,
-            tier: text(&head[1])?,
-            price: int(&head[2]),
-            state: text(&head[3])?,
+            section,
+            tier,
+            price,
+            state,
             history,
         }))
     }
 
     async fn audit(&self) -> Result<Vec<EventAudit>, LedgerError> {
         let mut by: BTreeMap<Uuid, EventAudit> = BTreeMap::new();
-        for r in self.query("SELECT event_id FROM events", vec![], &[Ty::Uuid]).await? {
-            let id = uuid(&r[0])?;
+        let events: Vec<(Uuid,)> = query_as(self, "SELECT event_id FROM events", vec![]).await?;
+        for (event_id,) in events {
             by.insert(
-                id,
+                event_id,
                 EventAudit {
-                    event_id: id,
+                    event_id,
                     ..EventAudit::default()
                 },
             );
         }
-        let q = |sql: &'static str, types: &'static [Ty]| self.query(sql, vec![], types);
-        for r in q(
+        let booked: Vec<(Uuid, i64)> = query_as(
+            self,
             "SELECT event_id, CAST(SUM(amount) AS BIGINT) FROM bookings GROUP BY event_id",
-            &[Ty::Uuid, Ty::Int],
+            vec![],
         )
-        .await?
-        {
-            by.entry(uuid(&r[0])?).or_default().bookings = int(&r[1]);
+        .await?;
+        for (id, amount) in booked {
+            by.entry(id).or_default().bookings = amount;
         }
-        for r in q(
+        let refunded: Vec<(Uuid, i64, i64)> = query_as(
+            self,
             "SELECT event_id, CAST(SUM(amount) AS BIGINT),
                     CAST(SUM(CASE WHEN reason = 'booking_cancelled' THEN amount ELSE 0 END) AS BIGINT)
              FROM refunds GROUP BY event_id",
-            &[Ty::Uuid, Ty::Int, Ty::Int],
+            vec![],
         )
-        .await?
-        {
-            let a = by.entry(uuid(&r[0])?).or_default();
-            a.refunds = int(&r[1]);
-            a.cancelled = int(&r[2]);
+        .await?;
+        for (id, refunds, cancelled) in refunded {
+            let a = by.entry(id).or_default();
+            a.refunds = refunds;
+            a.cancelled = cancelled;
         }
-        for r in q(
+        let accounts: Vec<(Uuid, String, i64)> = query_as(
+            self,
             "SELECT event_id, account, CAST(SUM(amount) AS BIGINT) FROM money_entries GROUP BY event_id, account",
-            &[Ty::Uuid, Ty::Text, Ty::Int],
+            vec![],
         )
-        .await?
-        {
-            let a = by.entry(uuid(&r[0])?).or_default();
-            let n = int(&r[2]);
+        .await?;
+        for (id, account, n) in accounts {
+            let a = by.entry(id).or_default();
             a.balance += n;
-            match r[1].as_str().unwrap_or_default() {
+            match account.as_str() {
                 "event_revenue" => a.revenue = n,
                 "refunds_payable" => a.refunds_payable = n,
                 _ => {}
             }
         }
-        for r in q(
+        let unbalanced: Vec<(Uuid, i64)> = query_as(
+            self,
             "SELECT event_id, COUNT(*) FROM (
                  SELECT event_id, txn_id FROM money_entries GROUP BY event_id, txn_id HAVING SUM(amount) <> 0
              ) unbalanced GROUP BY event_id",
-            &[Ty::Uuid, Ty::Int],
+            vec![],
         )
-        .await?
-        {
-            by.entry(uuid(&r[0])?).or_default().unbalanced_transactions = int(&r[1]);
+        .await?;
+        for (id, n) in unbalanced {
+            by.entry(id).or_default().unbalanced_transactions = n;
         }
-        for r in q(
+        let unpaid: Vec<(Uuid, i64)> = query_as(
+            self,
             "SELECT b.event_id, COUNT(*) FROM bookings b
              WHERE (SELECT COUNT(*) FROM payments p WHERE p.reservation_id = b.reservation_id
                     AND (p.status = 'booked' OR p.provider_event_id = b.provider_event_id)) <> 1
              GROUP BY b.event_id",
-            &[Ty::Uuid, Ty::Int],
+            vec![],
         )
-        .await?
-        {
-            by.entry(uuid(&r[0])?).or_default().bookings_without_one_payment = int(&r[1]);
+        .await?;
+        for (id, n) in unpaid {
+            by.entry(id).or_default().bookings_without_one_payment = n;
         }
         Ok(by
             .into_iter()
@@ -298,5 +384,25 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                 a
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_reads_as_its_tuple_and_a_wrong_type_is_corrupt() {
+        let id = Uuid::from_u128(7);
+        let row = vec![Val::Uuid(id), Val::Null, Val::Int(1), Val::Text("a".into())];
+        let read = <(Uuid, Option<i64>, bool, String)>::from_row(row).expect("a well-typed row");
+        assert_eq!(read, (id, None, true, "a".to_owned()));
+
+        let wrong = <(Uuid, i64)>::from_row(vec![Val::Uuid(id), Val::Text("3".into())]);
+        assert!(matches!(wrong, Err(LedgerError::Corrupt(m)) if m.contains("column 1")));
+        let null = <(i64,)>::from_row(vec![Val::Null]);
+        assert!(matches!(null, Err(LedgerError::Corrupt(_))), "a NULL is not an i64");
+        let short = <(i64, i64)>::from_row(vec![Val::Int(1)]);
+        assert!(matches!(short, Err(LedgerError::Corrupt(m)) if m.contains("short")));
     }
 }

@@ -653,10 +653,6 @@ mod tests {
 
     use super::*;
 
-    fn envelope(event_id: EventId, sequence: u64, time: DateTime<Utc>, event: Event) -> Envelope {
-        frontrow_command::writer::Meta::default().envelope(uuid::Uuid::new_v4(), event_id, sequence, time, event)
-    }
-
     fn position(offset: u64) -> Position {
         Position { partition: 0, offset }
     }
@@ -734,7 +730,7 @@ mod tests {
         ];
         let mut figures = Figures::new(ReplayOptions::default());
         for (i, (time, event)) in log.into_iter().enumerate() {
-            figures.observe(position(i as u64), &envelope(event_id, i as u64 + 1, time, event));
+            figures.observe(position(i as u64), &Envelope::new(event_id, i as u64 + 1, time, event));
         }
         let report = figures.finish().remove(0);
         let q = report.queue.expect("the event had a queue");
@@ -766,7 +762,7 @@ mod tests {
         let event_id = EventId::new();
         let onsale = Utc.with_ymd_and_hms(2026, 6, 1, 10, 0, 0).unwrap();
         let mut figures = Figures::new(ReplayOptions::default());
-        let env = envelope(event_id, 1, onsale, Event::EventScheduled(sample_schedule(onsale)));
+        let env = Envelope::new(event_id, 1, onsale, Event::EventScheduled(sample_schedule(onsale)));
         figures.observe(position(0), &env);
         assert!(figures.finish()[0].queue.is_none());
     }

@@ -53,14 +53,10 @@ impl Meta {
     /// `now` with this metadata.
     pub fn envelope(&self, id: Uuid, event_id: EventId, sequence: u64, now: DateTime<Utc>, event: Event) -> Envelope {
         Envelope {
-            id,
-            event_id,
-            sequence,
-            time: now,
             causation_id: self.causation_id,
             correlation_id: self.correlation_id,
             idempotency_key: self.idempotency_key.clone(),
-            event,
+            ..Envelope::with_id(id, event_id, sequence, now, event)
         }
     }
 }
@@ -86,7 +82,7 @@ pub fn record(
         let env = meta.envelope(new_id(), event_id, next_sequence(state.as_ref()), now, event.clone());
         domain::apply(state, event, meta.idempotency_key.as_deref());
         records.push(Record {
-            key: event_id.to_string().into_bytes(),
+            key: env.key(),
             value: encode(&env),
         });
     }

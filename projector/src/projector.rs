@@ -457,21 +457,11 @@ fn chunk_ends(envelopes: &[Envelope], limit: usize) -> Vec<usize> {
 mod tests {
     use frontrow_schema::testsuite::{sample_event, seat_map, seated, standing};
     use frontrow_schema::{Event, EventId, PaymentFailed, ReservationId};
-    use uuid::Uuid;
 
     use super::*;
 
     fn envelope(event: Event) -> Envelope {
-        Envelope {
-            id: Uuid::now_v7(),
-            event_id: EventId::new(),
-            sequence: 1,
-            time: chrono::Utc::now(),
-            causation_id: None,
-            correlation_id: None,
-            idempotency_key: None,
-            event,
-        }
+        Envelope::new(EventId::new(), 1, chrono::Utc::now(), event)
     }
 
     /// An event of 2 rows of 10 seats and a standing zone of 30: 50 rows in the ledger.

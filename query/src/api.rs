@@ -364,25 +364,18 @@ mod tests {
 
         let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&dir.join("j.db"), 1).unwrap());
         let event = EventId::new();
-        let scheduled = frontrow_schema::Envelope {
-            id: uuid::Uuid::now_v7(),
-            event_id: event,
-            sequence: 1,
-            time: "2027-01-01T10:00:00Z".parse().unwrap(),
-            causation_id: None,
-            correlation_id: None,
-            idempotency_key: None,
-            event: frontrow_schema::Event::EventScheduled(serde_json::from_value(serde_json::json!({
-                "event_id": event, "organizer": "acme", "title": "T", "artist": "A", "venue": "V", "city": "C",
-                "starts_at": "2027-02-01T20:00:00Z", "onsale_at": "2027-01-01T10:00:00Z", "hold_minutes": 10,
-                "max_seats_per_order": 4, "currency": "EUR",
-                "seat_map": {"tiers": [{"code": "STD", "name": "Standard", "price": 100}],
-                             "sections": [{"code": "A", "name": "A", "rows": [{"name": "1", "seats": 3, "tier": "STD"}]}]}
-            }))
-            .unwrap()),
-        };
+        let info = serde_json::from_value(serde_json::json!({
+            "event_id": event, "organizer": "acme", "title": "T", "artist": "A", "venue": "V", "city": "C",
+            "starts_at": "2027-02-01T20:00:00Z", "onsale_at": "2027-01-01T10:00:00Z", "hold_minutes": 10,
+            "max_seats_per_order": 4, "currency": "EUR",
+            "seat_map": {"tiers": [{"code": "STD", "name": "Standard", "price": 100}],
+                         "sections": [{"code": "A", "name": "A", "rows": [{"name": "1", "seats": 3, "tier": "STD"}]}]}
+        }))
+        .unwrap();
+        let time = "2027-01-01T10:00:00Z".parse().unwrap();
+        let scheduled = frontrow_schema::Envelope::new(event, 1, time, frontrow_schema::Event::EventScheduled(info));
         let record = Record {
-            key: event.to_string().into_bytes(),
+            key: scheduled.key(),
             value: frontrow_schema::encode(&scheduled),
         };
         journal.append(0, vec![record]).await.unwrap();

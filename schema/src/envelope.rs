@@ -37,6 +37,34 @@ pub struct Envelope {
     pub event: Event,
 }
 
+impl Envelope {
+    /// Event number `sequence` of `event_id`'s stream, written at `time`, in envelope `id`, with
+    /// no causation, correlation or idempotency key (set those fields after, where there are).
+    pub fn with_id(id: Uuid, event_id: EventId, sequence: u64, time: DateTime<Utc>, event: Event) -> Self {
+        Self {
+            id,
+            event_id,
+            sequence,
+            time,
+            causation_id: None,
+            correlation_id: None,
+            idempotency_key: None,
+            event,
+        }
+    }
+
+    /// [`Envelope::with_id`] with a new time-ordered (v7) id.
+    pub fn new(event_id: EventId, sequence: u64, time: DateTime<Utc>, event: Event) -> Self {
+        Self::with_id(Uuid::now_v7(), event_id, sequence, time, event)
+    }
+
+    /// The journal key of this envelope's record: its event id, so one event's records share a
+    /// partition and keep their order.
+    pub fn key(&self) -> Vec<u8> {
+        self.event_id.to_string().into_bytes()
+    }
+}
+
 /// Why bytes could not be read as an envelope.
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
@@ -170,14 +198,10 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
         (ty, v) => return Err(DecodeError::UnknownType(ty.to_owned(), v)),
     };
     Ok(Envelope {
-        id: wire.id,
-        event_id: wire.subject,
-        sequence: wire.sequence,
-        time: wire.time,
         causation_id: wire.causationid,
         correlation_id: wire.correlationid,
         idempotency_key: wire.idempotencykey,
-        event,
+        ..Envelope::with_id(wire.id, wire.subject, wire.sequence, wire.time, event)
     })
 }
 

@@ -17,15 +17,16 @@ fn uuid(n: u128) -> Uuid {
 }
 
 fn envelope(seq: u64, event: Event) -> Envelope {
+    let (id, event_id, time) = (
+        uuid(0x100 + u128::from(seq)),
+        EventId::from_uuid(uuid(1)),
+        at(3, 1, 10, 0, seq as u32),
+    );
     Envelope {
-        id: uuid(0x100 + u128::from(seq)),
-        event_id: EventId::from_uuid(uuid(1)),
-        sequence: seq,
-        time: at(3, 1, 10, 0, seq as u32),
         causation_id: Some(uuid(0x200 + u128::from(seq))),
         correlation_id: Some(uuid(0x300)),
         idempotency_key: (seq == 3).then(|| "reserve-7f3a".to_owned()),
-        event,
+        ..Envelope::with_id(id, event_id, seq, time, event)
     }
 }
 

@@ -322,20 +322,11 @@ mod tests {
     use crate::fixture;
 
     fn record(offset: Offset, event_id: EventId, event: Event) -> StoredRecord {
-        let envelope = Envelope {
-            id: uuid::Uuid::now_v7(),
-            event_id,
-            sequence: offset + 1,
-            time: Utc::now(),
-            causation_id: None,
-            correlation_id: None,
-            idempotency_key: None,
-            event,
-        };
+        let envelope = Envelope::new(event_id, offset + 1, Utc::now(), event);
         StoredRecord {
             partition: 0,
             offset,
-            key: event_id.to_string().into_bytes(),
+            key: envelope.key(),
             value: encode(&envelope),
         }
     }

@@ -5,7 +5,6 @@
 use std::ops::Range;
 
 use chrono::{DateTime, Duration, Utc};
-use frontrow_command::writer::Meta;
 use frontrow_journal::Record;
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::*;
@@ -74,7 +73,7 @@ impl Stamps {
 
     pub fn envelope(&mut self, fact: Event, now: DateTime<Utc>) -> Envelope {
         self.sequence += 1;
-        Meta::default().envelope(uuid::Uuid::now_v7(), self.event, self.sequence, now, fact)
+        Envelope::new(self.event, self.sequence, now, fact)
     }
 }
 
@@ -144,7 +143,7 @@ pub trait Sink {
 /// The journal record of an envelope, keyed by its event.
 pub fn record(env: &Envelope) -> Record {
     Record {
-        key: env.event_id.to_string().into_bytes(),
+        key: env.key(),
         value: encode(env),
     }
 }

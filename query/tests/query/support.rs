@@ -47,19 +47,9 @@ impl TestLog {
             *next += 1;
             *next
         };
-        let envelope = Envelope {
-            id: uuid::Uuid::now_v7(),
-            event_id,
-            sequence,
-            time: Utc::now(),
-            causation_id: None,
-            correlation_id: None,
-            idempotency_key: None,
-            event,
-        };
+        let envelope = Envelope::new(event_id, sequence, Utc::now(), event);
         let partition = partition_of(&event_id, PARTITIONS);
-        self.append_raw(partition, event_id.to_string().into_bytes(), encode(&envelope))
-            .await
+        self.append_raw(partition, envelope.key(), encode(&envelope)).await
     }
 
     pub async fn append_raw(&self, partition: u32, key: Vec<u8>, value: Vec<u8>) -> Position {

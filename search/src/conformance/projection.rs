@@ -42,18 +42,9 @@ impl ScratchJournal {
             .into_iter()
             .enumerate()
             .map(|(i, event)| {
-                let envelope = Envelope {
-                    id: uuid::Uuid::now_v7(),
-                    event_id,
-                    sequence: end + i as u64 + 1,
-                    time: Utc::now(),
-                    causation_id: None,
-                    correlation_id: None,
-                    idempotency_key: None,
-                    event,
-                };
+                let envelope = Envelope::new(event_id, end + i as u64 + 1, Utc::now(), event);
                 Record {
-                    key: event_id.to_string().into_bytes(),
+                    key: envelope.key(),
                     value: encode(&envelope),
                 }
             })

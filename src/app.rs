@@ -163,13 +163,9 @@ async fn open_journal_backend(settings: &Settings) -> anyhow::Result<Arc<dyn Jou
 
 /// Opens the configured search index: `tantivy` (embedded) or `opensearch`.
 pub fn open_search(settings: &Settings) -> anyhow::Result<Arc<dyn SearchIndex>> {
-    let typos = frontrow_search::text::Typos::named(&settings.search_typos).with_context(|| {
-        format!(
-            "search_typos {:?} is not `algolia` or `meilisearch`",
-            settings.search_typos
-        )
-    })?;
-    let relevance = frontrow_search::relevance::Relevance { typos };
+    let relevance = frontrow_search::relevance::Relevance {
+        typos: settings.search_typos.typos(),
+    };
     Ok(match settings.search {
         SearchChoice::Tantivy => Arc::new(
             TantivyIndex::open(&settings.data_dir.join("search"))

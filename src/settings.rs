@@ -59,7 +59,7 @@ pub struct Settings {
     pub search_alias: String,
     /// The typo allowance by word length: `algolia` (1 typo from 4 letters, 2 from 8) or
     /// `meilisearch` (from 5 and 9).
-    pub search_typos: String,
+    pub search_typos: TyposChoice,
     /// PostgreSQL URL of the ledger; without one the ledger is SQLite in `<data_dir>/ledger`.
     #[serde(serialize_with = "hide")]
     pub database_url: Option<SecretString>,
@@ -154,6 +154,25 @@ pub enum SearchChoice {
     OpenSearch,
 }
 
+/// How many typos a search word may have, by its length: one engine's published defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TyposChoice {
+    /// 1 typo from 4 letters, 2 from 8 ([`Typos::ALGOLIA`](frontrow_search::text::Typos::ALGOLIA)).
+    Algolia,
+    /// 1 typo from 5 letters, 2 from 9 ([`Typos::MEILISEARCH`](frontrow_search::text::Typos::MEILISEARCH)).
+    Meilisearch,
+}
+
+impl TyposChoice {
+    pub fn typos(self) -> frontrow_search::text::Typos {
+        match self {
+            Self::Algolia => frontrow_search::text::Typos::ALGOLIA,
+            Self::Meilisearch => frontrow_search::text::Typos::MEILISEARCH,
+        }
+    }
+}
+
 /// How FrontRow uses a Kafka cluster. Appends always use `acks=all` with an idempotent,
 /// transactional producer (transactions require both), so neither is a setting.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -217,7 +236,7 @@ impl Default for Settings {
             search: SearchChoice::Tantivy,
             opensearch_url: "http://127.0.0.1:9200".into(),
             search_alias: frontrow_search::DEFAULT_ALIAS.into(),
-            search_typos: "algolia".into(),
+            search_typos: TyposChoice::Algolia,
             database_url: None,
             ledger_schema: "ledger".into(),
             projector_batch: 1000,
@@ -409,6 +428,14 @@ mod tests {
         assert!(bad.contains("is not `sqlite` or `kafka://BROKERS[/TOPIC]`"), "{bad}");
         let bad = settings_from(None, &[("FRONTROW_SEARCH", "solr")]).unwrap_err();
         assert!(bad.contains("tantivy") && bad.contains("opensearch"), "{bad}");
+        let s = settings_from(None, &[("FRONTROW_SEARCH_TYPOS", "meilisearch")]).unwrap();
+        assert_eq!(s.search_typos.typos(), frontrow_search::text::Typos::MEILISEARCH);
+        assert_eq!(
+            Settings::default().search_typos.typos(),
+            frontrow_search::text::Typos::ALGOLIA
+        );
+        let bad = settings_from(None, &[("FRONTROW_SEARCH_TYPOS", "lucene")]).unwrap_err();
+        assert!(bad.contains("algolia") && bad.contains("meilisearch"), "{bad}");
         assert_eq!("sqlite".parse::<JournalChoice>().unwrap(), JournalChoice::Sqlite);
         assert_eq!(
             "kafka://b:9092/t.events".parse::<JournalChoice>().unwrap(),

@@ -61,15 +61,6 @@ impl Typos {
         two_from: 9,
     };
 
-    /// The allowance called `algolia` or `meilisearch`.
-    pub fn named(name: &str) -> Option<Typos> {
-        match name {
-            "algolia" => Some(Typos::ALGOLIA),
-            "meilisearch" => Some(Typos::MEILISEARCH),
-            _ => None,
-        }
-    }
-
     /// How many typos `word` may have.
     pub fn allowed(&self, word: &str) -> u8 {
         let n = word.chars().count();

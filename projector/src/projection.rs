@@ -149,6 +149,22 @@ struct Fold {
     orphans: usize,
 }
 
+/// Makes `change` on the row this batch inserts under `key`, so the insert writes it, or else
+/// keeps it as the update of the stored row (replacing an earlier one: it sets the same
+/// columns). Whether it became an update.
+fn changed<K: Ord, R, C: ApplyTo<R>>(new: &mut BTreeMap<K, R>, upd: &mut BTreeMap<K, C>, key: K, change: C) -> bool {
+    match new.get_mut(&key) {
+        Some(row) => {
+            change.apply_to(row);
+            false
+        }
+        None => {
+            upd.insert(key, change);
+            true
+        }
+    }
+}
+
 fn join(seats: &[SeatId]) -> String {
     seats.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
 }
@@ -340,16 +356,12 @@ impl Fold {
     fn change_map(&mut self, old: &EventMeta, event: EventId, map: &SeatMap, at: DateTime<Utc>) {
         let eid = event.as_uuid();
         let seat_map = serde_json::to_string(map).expect("seat maps serialise");
-        if let Some(row) = self.events_new.get_mut(&eid) {
-            row.seat_map = seat_map;
-            row.seat_map_at = at;
-        } else {
-            let change = EventMapChange {
-                event_id: eid,
-                seat_map,
-                seat_map_at: at,
-            };
-            self.events_upd.insert(eid, change);
+        let change = EventMapChange {
+            event_id: eid,
+            seat_map,
+            seat_map_at: at,
+        };
+        if changed(&mut self.events_new, &mut self.events_upd, eid, change) {
             self.seats_cleared.insert(eid);
         }
         self.seats_new.retain(|(e, _), _| *e != eid);
@@ -401,20 +413,14 @@ impl Fold {
                 continue;
             };
             let key = (eid, seat.to_string());
-            if let Some(row) = self.seats_new.get_mut(&key) {
-                row.state = state;
-                row.reservation_id = reservation;
-                row.updated_at = at;
-            } else {
-                let change = SeatChange {
-                    event_id: eid,
-                    seat: key.1.clone(),
-                    state,
-                    reservation_id: reservation,
-                    updated_at: at,
-                };
-                self.seats_upd.insert(key.clone(), change);
-            }
+            let change = SeatChange {
+                event_id: eid,
+                seat: key.1.clone(),
+                state,
+                reservation_id: reservation,
+                updated_at: at,
+            };
+            changed(&mut self.seats_new, &mut self.seats_upd, key.clone(), change);
             self.history.push(SeatHistoryRow {
                 event_id: eid,
                 sequence: sequence as i64,
@@ -430,40 +436,31 @@ impl Fold {
     }
 
     fn reservation_status(&mut self, rid: Uuid, status: &'static str, at: DateTime<Utc>) {
-        if let Some(row) = self.res_new.get_mut(&rid) {
-            row.status = status;
-            row.status_at = at;
-        } else {
-            let change = ReservationChange {
-                reservation_id: rid,
-                status,
-                status_at: at,
-            };
-            self.res_upd.insert(rid, change);
-        }
+        let change = ReservationChange {
+            reservation_id: rid,
+            status,
+            status_at: at,
+        };
+        changed(&mut self.res_new, &mut self.res_upd, rid, change);
     }
 
     fn cancel_booking(&mut self, rid: Uuid, provider_event_id: &str, at: DateTime<Utc>) {
-        if let Some(row) = self.bookings_new.get_mut(&rid) {
-            row.cancelled_at = Some(at);
-        } else {
-            let cancel = BookingCancel {
-                reservation_id: rid,
-                cancelled_at: at,
-            };
-            self.bookings_upd.insert(rid, cancel);
-        }
-        if let Some(row) = self.payments_new.get_mut(provider_event_id) {
-            row.status = "refunded";
-            row.refunded_at = Some(at);
-        } else {
-            let change = PaymentChange {
-                provider_event_id: provider_event_id.to_owned(),
-                status: "refunded",
-                refunded_at: at,
-            };
-            self.payments_upd.insert(provider_event_id.to_owned(), change);
-        }
+        let cancel = BookingCancel {
+            reservation_id: rid,
+            cancelled_at: at,
+        };
+        changed(&mut self.bookings_new, &mut self.bookings_upd, rid, cancel);
+        let change = PaymentChange {
+            provider_event_id: provider_event_id.to_owned(),
+            status: "refunded",
+            refunded_at: at,
+        };
+        changed(
+            &mut self.payments_new,
+            &mut self.payments_upd,
+            provider_event_id.to_owned(),
+            change,
+        );
     }
 
     fn payment(

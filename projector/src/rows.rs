@@ -182,6 +182,11 @@ pub trait Change {
     fn into_values(self) -> Vec<Val>;
 }
 
+/// A change made on a row not yet written: it sets the same fields the update would.
+pub trait ApplyTo<R> {
+    fn apply_to(self, row: &mut R);
+}
+
 /// Declares a ledger table and its typed row together, so the struct's fields are the table's
 /// columns in order and a misspelt column is a compile error. `+ order` puts the columns every
 /// order table starts with ([`OrderCols`]) first.
@@ -229,13 +234,19 @@ macro_rules! ledger_table {
     };
 }
 
-/// Declares a typed change to rows of `$table`: the `key` fields find the row, the `set`
-/// fields are written. Their names must be columns of the table (checked by a test).
+/// Declares a typed change to rows of `$table` (typed `$row`): the `key` fields find the row,
+/// the `set` fields are written. Their names must be columns of the table (checked by a test).
 macro_rules! ledger_change {
-    ($(#[$m:meta])* $change:ident on $table:ident,
+    ($(#[$m:meta])* $change:ident on $table:ident ($row:ident),
         key { $($k:ident: $kty:ty),* $(,)? },
         set { $($s:ident: $sty:ty),* $(,)? }
     ) => {
+        impl ApplyTo<$row> for $change {
+            #[allow(clippy::useless_conversion, reason = "a set field may be the Option of its column")]
+            fn apply_to(self, row: &mut $row) {
+                $(row.$s = self.$s.into();)*
+            }
+        }
         $(#[$m])*
         #[derive(Debug, Clone, PartialEq)]
         pub struct $change {
@@ -409,35 +420,35 @@ ledger_table!(
 
 ledger_change!(
     /// A new seat map for an event the ledger already has.
-    EventMapChange on EVENTS,
+    EventMapChange on EVENTS (EventRow),
     key { event_id: Id },
     set { seat_map: String, seat_map_at: Time }
 );
 
 ledger_change!(
     /// A seat's new state.
-    SeatChange on SEATS,
+    SeatChange on SEATS (SeatRow),
     key { event_id: Id, seat: String },
     set { state: &'static str, reservation_id: Option<Id>, updated_at: Time }
 );
 
 ledger_change!(
     /// A reservation's new status.
-    ReservationChange on RESERVATIONS,
+    ReservationChange on RESERVATIONS (ReservationRow),
     key { reservation_id: Id },
     set { status: &'static str, status_at: Time }
 );
 
 ledger_change!(
     /// A booking cancelled.
-    BookingCancel on BOOKINGS,
+    BookingCancel on BOOKINGS (BookingRow),
     key { reservation_id: Id },
     set { cancelled_at: Time }
 );
 
 ledger_change!(
     /// A payment's new status.
-    PaymentChange on PAYMENTS,
+    PaymentChange on PAYMENTS (PaymentRow),
     key { provider_event_id: String },
     set { status: &'static str, refunded_at: Time }
 );

@@ -6,7 +6,10 @@
 mod common;
 
 use chrono::Duration;
-use common::{AS_ORGANIZER, ORGANIZER_KEY, OTHER_ORGANIZER_KEY, TestApp, analytics_cli, history_kinds};
+use common::{
+    AS_ORGANIZER, AnalyticsReport, AvailabilityMap, ORGANIZER_KEY, OTHER_ORGANIZER_KEY, SeatHistory, TestApp,
+    analytics_cli, history_kinds, typed,
+};
 use serde_json::Value;
 
 fn json_out(output: &std::process::Output) -> Value {
@@ -16,17 +19,18 @@ fn json_out(output: &std::process::Output) -> Value {
 #[tokio::test]
 async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
     let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1", "A-1-2"]).await;
-    assert_eq!(app.pay(event, "evt_cli", &rid, 20000).await["outcome"], "booked");
-    let after_booking = app.availability(event, None).await;
-    let b = app.reserve_seats_json("bob", event, &["A-1-3", "B-1-1"]).await;
-    let brid = b["reservation_id"].as_str().unwrap();
+    assert_eq!(app.pay(event, "evt_cli", &rid, 20000).await.outcome, "booked");
+    // Raw: the CLI's past map and `?at=` must equal it to the byte, fields and all.
+    let after_booking = app.availability_json(event, None).await;
+    let b = app.reserve_seats_ok("bob", event, &["A-1-3", "B-1-1"]).await;
+    let brid = &b.reservation_id;
     let res = app
         .post_as("bob", &format!("/events/{event}/reservations/{brid}/release"))
         .await;
     assert_eq!(res.status(), 200);
-    let c = app.reserve_seats_json("carol", event, &["B-1-1"]).await;
+    let c = app.reserve_seats_ok("carol", event, &["B-1-1"]).await;
     app.clock.advance(Duration::minutes(11));
-    let crid = c["reservation_id"].as_str().unwrap();
+    let crid = &c.reservation_id;
     app.reservation_until("carol", event, crid, "expired").await;
 
     // The seat history: the route reads the log, so it answers at once and equals the CLI's.
@@ -66,17 +70,17 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
         .get_with(&format!("/events/{unknown}/seats/A-1-1/history"), AS_ORGANIZER)
         .await;
     assert_eq!(res.status(), 404);
-    let b11 = json_out(&analytics_cli(
+    let b11: SeatHistory = typed(json_out(&analytics_cli(
         &app,
         &["seat", "--event", &event.to_string(), "--seat", "B-1-1"],
-    ));
+    )));
     assert_eq!(history_kinds(&b11), ["held", "released", "held", "expired"]);
 
     // A past map: the CLI and the server's `?at=` both give the map read live after the booking.
-    let position = after_booking["position"].as_str().unwrap();
+    let position = typed::<AvailabilityMap>(after_booking.clone()).position;
     let map = json_out(&analytics_cli(
         &app,
-        &["map", "--event", &event.to_string(), "--at", position],
+        &["map", "--event", &event.to_string(), "--at", &position],
     ));
     assert_eq!(map, after_booking);
     let res = app.get(&format!("/events/{event}/availability?at={position}")).await;
@@ -100,20 +104,14 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
         &["--event", &event.to_string(), "--out", out.path().to_str().unwrap()],
     );
     assert_eq!(String::from_utf8_lossy(&printed.stdout).lines().count(), 3);
-    let report: Value = serde_json::from_slice(&std::fs::read(out.path().join("report.json")).unwrap()).unwrap();
-    let e = &report["events"][0];
-    assert_eq!(e["event_id"], event.to_string());
-    assert_eq!(
-        (
-            &e["totals"]["reservations"],
-            &e["totals"]["bookings"],
-            &e["totals"]["released"],
-            &e["totals"]["expired"]
-        ),
-        (&Value::from(3), &Value::from(1), &Value::from(1), &Value::from(1))
-    );
-    assert_eq!(e["revenue"]["net"], 20000);
-    assert!(e["queue"].is_null());
+    let report: AnalyticsReport =
+        typed(serde_json::from_slice(&std::fs::read(out.path().join("report.json")).unwrap()).unwrap());
+    let e = &report.events[0];
+    assert_eq!(e.event_id, event);
+    let t = &e.totals;
+    assert_eq!((t.reservations, t.bookings, t.released, t.expired), (3, 1, 1, 1));
+    assert_eq!(e.revenue.net, 20000);
+    assert!(e.queue.is_none());
     assert!(out.path().join("per_second.csv").exists() && out.path().join("report.html").exists());
     app.stop().await;
 }

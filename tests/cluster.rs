@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::{
-    ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, seats_lettered, send_json, spawn_listening,
-    wait_until,
+    AvailabilityMap, ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, seats_lettered, send_typed,
+    spawn_listening, wait_until,
 };
 use frontrow_http::auth::Auth;
 use frontrow_journal::{KafkaJournal, KafkaSettings};
@@ -256,7 +256,7 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
 
     // The query node, once it has seen the last write, shows exactly the acknowledged holds.
     let after = last.unwrap();
-    let map = send_json(client.get(format!(
+    let map: AvailabilityMap = send_typed(client.get(format!(
         "{}/events/{event}/availability?after={after}&wait_ms=10000",
         q.base
     )))

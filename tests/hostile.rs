@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ORGANIZER_KEY, TestApp};
+use common::{EventWritten, ORGANIZER_KEY, TestApp, answer};
 use serde_json::Value;
 
 /// A forged `Stripe-Signature` with tens of thousands of `v1=` entries and a 1 MB body once
@@ -183,11 +183,9 @@ async fn a_customer_over_their_rate_is_refused_and_nothing_is_written() {
     // The rate limit, not the per-customer seat limit, is what this customer runs into.
     let mut body = app.event_body(chrono::Duration::minutes(-1));
     body["max_seats_per_customer"] = serde_json::json!(20);
-    let res = app.create_event_with(ORGANIZER_KEY, &body).await;
-    assert_eq!(res.status(), 201);
-    let created: Value = res.json().await.unwrap();
-    let event: frontrow_schema::EventId = created["event_id"].as_str().unwrap().parse().unwrap();
-    app.availability(event, created["position"].as_str()).await;
+    let created: EventWritten = answer(app.create_event_with(ORGANIZER_KEY, &body).await, 201).await;
+    let event = created.event_id;
+    app.availability(event, created.position.as_deref()).await;
     let started = std::time::Instant::now();
     let answers = futures::future::join_all((1..=10).map(|i| {
         let app = &app;

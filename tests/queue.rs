@@ -16,10 +16,8 @@ use serde_json::{Value, json};
 async fn queue_event(app: &TestApp, max_size: u32, max_shoppers: u32) -> EventId {
     let event = app.create_event_from(&app.event_body(Duration::minutes(10))).await;
     let settings = json!({"max_size": max_size, "max_shoppers": max_shoppers, "admission_secs": 120});
-    let res = app.open_queue(event, settings).await;
-    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    let opened: Value = res.json().await.unwrap();
-    app.availability(event, opened["position"].as_str()).await;
+    let opened: QueueOpened = answer(app.open_queue(event, settings).await, 200).await;
+    app.availability(event, opened.position.as_deref()).await;
     event
 }
 
@@ -51,34 +49,23 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
         let app = &app;
         async move { app.post_as(who, &format!("/events/{event}/queue/join")).await }
     };
-    let first: Value = {
-        let res = join("alice").await;
-        assert_eq!(res.status(), 201);
-        res.json().await.unwrap()
-    };
-    assert_eq!(
-        (first["ticket"].as_u64(), first["status"].as_str()),
-        (Some(1), Some("waiting"))
-    );
-    let again = join("alice").await;
-    assert_eq!(again.status(), 200, "joining twice is the same ticket");
-    assert_eq!(again.json::<Value>().await.unwrap()["ticket"], 1);
+    let first: QueueTicket = answer(join("alice").await, 201).await;
+    assert_eq!((first.ticket, first.status.as_str()), (1, "waiting"));
+    let again: QueueTicket = answer(join("alice").await, 200).await;
+    assert_eq!(again.ticket, 1, "joining twice is the same ticket");
     assert_eq!(join("bob").await.status(), 201);
     assert_eq!(join("carol").await.status(), 201);
     let full = problem(join("dave").await, 429, "queue-full").await;
     assert_eq!(full["max_size"], 3);
-    let waiting = status_until(&app, event, "carol", |s| s["awaiting_lottery"] == true).await;
-    assert_eq!(waiting["position"], Value::Null, "no place before the lottery");
+    let waiting = status_until(&app, event, "carol", |s| s.awaiting_lottery).await;
+    assert_eq!(waiting.position, None, "no place before the lottery");
 
     // A stream shows a pre-queue fan waiting for the draw.
     let mut carol = SseReader::open(&app, &format!("/events/{event}/queue/me/stream"), Some("carol"), None).await;
     let s = carol.next(StdDuration::from_secs(5)).await.unwrap();
     assert_eq!(s.event.as_deref(), Some("status"));
-    let v: Value = serde_json::from_str(&s.data).unwrap();
-    assert_eq!(
-        (v["status"].as_str(), v["awaiting_lottery"].as_bool()),
-        (Some("waiting"), Some(true))
-    );
+    let v: QueueStatus = typed(serde_json::from_str(&s.data).unwrap());
+    assert_eq!((v.status.as_str(), v.awaiting_lottery), ("waiting", true));
     drop(carol);
 
     // The onsale: the writer draws the lottery and lets one fan in (one shopper at a time).
@@ -86,16 +73,18 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
     let statuses = || async {
         let mut statuses = Vec::new();
         for who in ["alice", "bob", "carol"] {
-            statuses.push((who, app.get_json_as(who, &format!("/events/{event}/queue/me")).await));
+            let status: QueueStatus = typed(app.get_json_as(who, &format!("/events/{event}/queue/me")).await);
+            statuses.push((who, status));
         }
         statuses
     };
-    let admitted =
-        |statuses: &Vec<(&'static str, Value)>| statuses.iter().rev().find(|(_, s)| s["status"] == "admitted").cloned();
+    let admitted = |statuses: &Vec<(&'static str, QueueStatus)>| {
+        statuses.iter().rev().find(|(_, s)| s.status == "admitted").cloned()
+    };
     let (fan, status) = wait_until(WAIT, "somebody is let in at the onsale", statuses, admitted).await;
-    let token = status["admission_token"].as_str().unwrap().to_owned();
-    let ticket = status["ticket"].as_u64().unwrap();
-    let until: chrono::DateTime<chrono::Utc> = status["admitted_until"].as_str().unwrap().parse().unwrap();
+    let token = status.admission_token.expect("an admitted fan has a token");
+    let ticket = status.ticket;
+    let until = status.admitted_until.expect("an admission lasts until a time");
     let other_fan = if fan == "alice" { "bob" } else { "alice" };
 
     // Every wrong token is refused and changes nothing.
@@ -121,10 +110,12 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
     assert_eq!(ends(app.journal.as_ref()).await, before, "refusals record nothing");
 
     // The real token holds one reservation at a time; the booking spends it.
-    let res = reserve_with(&app, fan, event, Some(&token), &["A-1-1", "A-1-2"]).await;
-    assert_eq!(res.status(), 201);
-    let held: Value = res.json().await.unwrap();
-    let rid = held["reservation_id"].as_str().unwrap().to_owned();
+    let held: Reservation = answer(
+        reserve_with(&app, fan, event, Some(&token), &["A-1-1", "A-1-2"]).await,
+        201,
+    )
+    .await;
+    let rid = held.reservation_id;
     let again = || reserve_with(&app, fan, event, Some(&token), &["A-1-3"]);
     problem(again().await, 409, "admission-in-use").await;
     let paid = app
@@ -132,8 +123,8 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
         .await;
     assert_eq!(paid.status(), 200);
     problem(again().await, 409, "admission-spent").await;
-    let spent = status_until(&app, event, fan, |s| s["status"] == "spent").await;
-    assert_eq!(spent["admission_token"], Value::Null);
+    let spent = status_until(&app, event, fan, |s| s.status == "spent").await;
+    assert_eq!(spent.admission_token, None);
 
     // A waiting fan watches their place until let in: the spent admission freed the one
     // shopping place, and the other waiting fan leaves.
@@ -145,20 +136,22 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
     let mut statuses = Vec::new();
     while let Some(s) = stream.next(StdDuration::from_secs(5)).await {
         assert!(seen.insert(s.id.clone().unwrap()), "no status twice");
-        let v: Value = serde_json::from_str(&s.data).unwrap();
-        statuses.push(v.clone());
-        if v["status"] != "waiting" {
+        let v: QueueStatus = typed(serde_json::from_str(&s.data).unwrap());
+        let waiting = v.status == "waiting";
+        statuses.push(v);
+        if !waiting {
             break;
         }
     }
     let last = statuses.last().unwrap();
-    assert_eq!(last["status"], "admitted", "{statuses:?}");
-    assert!(last["admission_token"].as_str().unwrap().starts_with("fra1."));
-    let left = status_until(&app, event, quitter, |s| s["status"] == "left").await;
-    assert_eq!(left["admission_token"], Value::Null);
-    // Resuming: from the current version nothing is sent; from an older one, the current status.
+    assert_eq!(last.status, "admitted", "{statuses:?}");
+    assert!(last.admission_token.as_deref().unwrap().starts_with("fra1."));
+    let left = status_until(&app, event, quitter, |s| s.status == "left").await;
+    assert_eq!(left.admission_token, None);
+    // Resuming: from the current version nothing is sent; from an older one, the current status
+    // (raw: the stream's frame must be the very JSON `queue/me` answers).
     let now = app.get_json_as(watcher, &format!("/events/{event}/queue/me")).await;
-    let current = now["version"].as_str().unwrap().to_owned();
+    let current = typed::<QueueStatus>(now.clone()).version;
     let stream_path = format!("/events/{event}/queue/me/stream");
     let mut resumed = SseReader::open(&app, &stream_path, Some(watcher), Some(&current)).await;
     assert!(
@@ -225,17 +218,17 @@ async fn seat_record_ids(app: &TestApp, event: EventId) -> Vec<String> {
 
 fn apply_frame(map: &mut BTreeMap<String, char>, s: &Sse) {
     match s.event.as_deref() {
-        Some("snapshot") => *map = seat_letters(&serde_json::from_str(&s.data).unwrap()),
+        Some("snapshot") => *map = seat_letters(&typed(serde_json::from_str(&s.data).unwrap())),
         Some("seat") => {
-            let d: Value = serde_json::from_str(&s.data).unwrap();
-            let letter = match d["status"].as_str().unwrap() {
+            let d: SeatData = typed(serde_json::from_str(&s.data).unwrap());
+            let letter = match d.status.as_str() {
                 "held" => 'H',
                 "booked" => 'B',
                 "available" => 'A',
                 other => panic!("status {other}"),
             };
-            for seat in d["seats"].as_array().unwrap() {
-                map.insert(seat.as_str().unwrap().to_owned(), letter);
+            for seat in d.seats {
+                map.insert(seat, letter);
             }
         }
         other => panic!("unexpected event {other:?}"),
@@ -263,8 +256,8 @@ async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
         ("carol", ["A-2-1", "A-2-2"]),
         ("dan", ["A-1-5", "A-1-6"]),
     ] {
-        let held = app.reserve_seats_json(who, event, &seats).await;
-        rids.push((who, held["reservation_id"].as_str().unwrap().to_owned()));
+        let held = app.reserve_seats_ok(who, event, &seats).await;
+        rids.push((who, held.reservation_id));
     }
     app.post_as("carol", &format!("/events/{event}/reservations/{}/release", rids[1].1))
         .await;

@@ -110,8 +110,8 @@ async fn race(app: TestApp) {
     let held: HashSet<&String> = letters.iter().filter(|(_, c)| **c == 'H').map(|(s, _)| s).collect();
     let acknowledged: HashSet<&String> = won.keys().collect();
     assert_eq!(held, acknowledged, "the map holds exactly the acknowledged seats");
-    assert_eq!(map["seats"]["held"].as_u64().unwrap() as usize, won.len());
-    assert_eq!(map["seats"]["available"].as_u64().unwrap() as usize, 100 - won.len());
+    assert_eq!(map.seats.held as usize, won.len());
+    assert_eq!(map.seats.available as usize, 100 - won.len());
 
     // The log agrees: replaying it gives the same map and exactly `successes` reservations.
     let replayed = app.replay().await;

@@ -34,12 +34,12 @@ async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
     let (event, created_at) = app
         .create_event_written(&app.event_body(chrono::Duration::minutes(-1)))
         .await;
-    let held = app.reserve("alice", event, "k1", json!({"seats": ["A-1-1"]})).await;
-    assert_eq!(held.status(), 201);
-    let position = held.json::<Value>().await.unwrap()["position"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let held: Reservation = answer(
+        app.reserve("alice", event, "k1", json!({"seats": ["A-1-1"]})).await,
+        201,
+    )
+    .await;
+    let position = held.position.expect("a hold answers its position");
     app.availability(event, Some(&position)).await;
     assert_eq!(
         first_sse_event(&app, event, &created_at).await,

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{WAIT, seats_lettered, send_json, spawn_listening, wait_until};
+use common::{AvailabilityMap, WAIT, seats_lettered, send_typed, spawn_listening, wait_until};
 use serde_json::{Value, json};
 
 const SAMPLE: &str = "5a3b1e00-0000-4000-8000-000000000001";
@@ -145,7 +145,7 @@ async fn kill_dash_nine(journal: &str) {
         (*s == 200).then_some(())
     })
     .await;
-    let map = send_json(client.get(format!("{base}/events/{SAMPLE}/availability"))).await;
+    let map: AvailabilityMap = send_typed(client.get(format!("{base}/events/{SAMPLE}/availability"))).await;
     let held = seats_lettered(&map, 'H');
     let mut seen = HashSet::new();
     for (_, seats, _) in &acknowledged {

@@ -25,6 +25,11 @@ async fn best(app: &TestApp, who: &str, event: EventId, key: &str, best: Value) 
     app.reserve(who, event, key, json!({ "best_available": best })).await
 }
 
+/// The hold [`best`] answers; fails unless it is a 201.
+async fn best_held(app: &TestApp, who: &str, event: EventId, key: &str, best_available: Value) -> Reservation {
+    answer(best(app, who, event, key, best_available).await, 201).await
+}
+
 /// `POST` as an organizer (`key`), with an optional `Idempotency-Key`.
 async fn organizer_post(app: &TestApp, key: &str, path: &str, idem: Option<&str>, body: Value) -> reqwest::Response {
     let mut req = app.client.post(app.url(path)).header("x-api-key", key).json(&body);
@@ -45,15 +50,6 @@ async fn withhold(app: &TestApp, event: EventId, seats: &[&str], label: &str) ->
     .await
 }
 
-fn seats_of(reservation: &Value) -> Vec<&str> {
-    reservation["seats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect()
-}
-
 #[tokio::test]
 async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() {
     let app = TestApp::spawn().await;
@@ -61,34 +57,28 @@ async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() 
 
     // The map and the event carry the attributes, per row.
     let map = app.availability(event, None).await;
-    let row = &map["sections"][0]["rows"][0];
-    assert_eq!(row["wheelchair"], json!([1, 10]));
-    assert_eq!(row["companion"], json!([2, 9]));
-    assert_eq!(row["aisle"], json!([1, 10]));
-    assert_eq!(row["restricted_view"], json!([5]));
+    let row = &map.sections[0].rows[0].attributes;
+    assert_eq!(row.wheelchair, [1, 10]);
+    assert_eq!(row.companion, [2, 9]);
+    assert_eq!(row.aisle, [1, 10]);
+    assert_eq!(row.restricted_view, [5]);
+    // Raw: an empty list is left out, not sent as `[]`.
+    let raw = app.availability_json(event, None).await;
     assert!(
-        map["sections"][0]["rows"][1].get("wheelchair").is_none(),
+        raw["sections"][0]["rows"][1].get("wheelchair").is_none(),
         "empty lists are absent"
     );
-    let details = app.get_json(&format!("/events/{event}")).await;
-    assert_eq!(
-        details["seat_map"]["sections"][0]["rows"][0]["companion"],
-        json!([2, 9])
-    );
+    let details = app.event_details(event).await;
+    assert_eq!(details.seat_map.sections[0].rows[0].attributes.companion, [2, 9]);
 
     let accessible = |count: u8| json!({"section": "A", "count": count, "accessible": true});
-    let res = best(&app, "alice", event, "a1", accessible(2)).await;
-    assert_eq!(res.status(), 201);
-    let first: Value = res.json().await.unwrap();
-    assert_eq!(seats_of(&first), ["A-1-1", "A-1-2"]);
+    let first = best_held(&app, "alice", event, "a1", accessible(2)).await;
+    assert_eq!(first.seats, ["A-1-1", "A-1-2"]);
     // A retry with the same key is the same reservation.
-    let again = best(&app, "alice", event, "a1", accessible(2)).await;
-    assert_eq!(
-        again.json::<Value>().await.unwrap()["reservation_id"],
-        first["reservation_id"]
-    );
-    let res = best(&app, "bob", event, "b1", accessible(2)).await;
-    assert_eq!(seats_of(&res.json::<Value>().await.unwrap()), ["A-1-9", "A-1-10"]);
+    let again = best_held(&app, "alice", event, "a1", accessible(2)).await;
+    assert_eq!(again.reservation_id, first.reservation_id);
+    let bob = best_held(&app, "bob", event, "b1", accessible(2)).await;
+    assert_eq!(bob.seats, ["A-1-9", "A-1-10"]);
 
     // None left: a precise 409 that writes nothing.
     let before = ends(app.journal.as_ref()).await;
@@ -109,8 +99,8 @@ async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() 
     // `aisle` alone prefers an aisle block; both of row 1's aisle seats are taken and row 2 has
     // none, so it is the plain best block of the frontmost row.
     let aisle = json!({"section": "A", "count": 2, "aisle": true});
-    let res = best(&app, "dave", event, "d1", aisle).await;
-    assert_eq!(seats_of(&res.json::<Value>().await.unwrap()), ["A-1-5", "A-1-6"]);
+    let dave = best_held(&app, "dave", event, "d1", aisle).await;
+    assert_eq!(dave.seats, ["A-1-5", "A-1-6"]);
     app.stop().await;
 }
 
@@ -205,13 +195,14 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     let (app, event) = TestApp::spawn_with_event().await;
     let path = format!("/events/{event}/withheld-seats");
     let body = json!({"seats": ["A-1-4", "A-1-5"], "label": "house seats"});
-    let written = ok_json(organizer_post(&app, ORGANIZER_KEY, &path, Some("hold-1"), body.clone()).await).await;
-    let map = app.availability(event, written["position"].as_str()).await;
-    assert_eq!(map["seats"]["withheld"], 2);
-    assert_eq!(map["seats"]["available"], 24);
-    assert_eq!(map["sections"][0]["withheld"], 2);
-    assert_eq!(map["legend"]["W"], "withheld");
-    assert_eq!(map["sections"][0]["rows"][0]["seats"], "AAAWWAAAAA");
+    let written: EventWritten =
+        ok(organizer_post(&app, ORGANIZER_KEY, &path, Some("hold-1"), body.clone()).await).await;
+    let map = app.availability(event, written.position.as_deref()).await;
+    assert_eq!(map.seats.withheld, 2);
+    assert_eq!(map.seats.available, 24);
+    assert_eq!(map.sections[0].withheld, 2);
+    assert_eq!(map.legend.withheld, "withheld");
+    assert_eq!(map.sections[0].rows[0].seats, "AAAWWAAAAA");
 
     // A retry (same key, same body) writes nothing more.
     let before = ends(app.journal.as_ref()).await;
@@ -222,9 +213,8 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     // Not sellable: explicitly or by best-available.
     let res = app.reserve_seats("alice", event, &["A-1-5"]).await;
     assert_eq!(problem(res, 409, "seats-unavailable").await["seats"], json!(["A-1-5"]));
-    let res = best(&app, "alice", event, "b1", json!({"section": "A", "count": 4})).await;
-    let got: Value = res.json().await.unwrap();
-    assert!(!seats_of(&got).iter().any(|s| *s == "A-1-4" || *s == "A-1-5"), "{got}");
+    let got = best_held(&app, "alice", event, "b1", json!({"section": "A", "count": 4})).await;
+    assert!(!got.seats.iter().any(|s| s == "A-1-4" || s == "A-1-5"), "{got:?}");
 
     // Returned: sellable again, and sold.
     let res = organizer_post(
@@ -236,51 +226,35 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     )
     .await;
     assert_eq!(res.status(), 200);
-    let res = app.reserve_seats("bob", event, &["A-1-5"]).await;
-    assert_eq!(res.status(), 201);
-    let held: Value = res.json().await.unwrap();
-    let rid = held["reservation_id"].as_str().unwrap();
-    assert_eq!(app.pay(event, "evt_ret", rid, 10000).await["outcome"], "booked");
+    let held = app.reserve_seats_ok("bob", event, &["A-1-5"]).await;
+    let rid = &held.reservation_id;
+    assert_eq!(app.pay(event, "evt_ret", rid, 10000).await.outcome, "booked");
 
     // The write side, the map, the ledger and the analytics replay agree, and add up.
     let state = &app.replay().await[&event];
     let c = state.counts;
     assert_eq!((c.available, c.held, c.booked, c.withheld), (20, 4, 1, 1));
-    let map = app.availability(event, None).await;
-    let seats = &map["seats"];
-    assert_eq!(
-        (
-            seats["held"].clone(),
-            seats["booked"].clone(),
-            seats["withheld"].clone()
-        ),
-        (json!(4), json!(1), json!(1))
-    );
-    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v| {
-        v["total"]["booked_now"] == 1
+    let seats = app.availability(event, None).await.seats;
+    assert_eq!((seats.held, seats.booked, seats.withheld), (4, 1, 1));
+    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v: &Sales| {
+        v.total.booked_now == 1
     })
     .await;
-    let t = &sales["total"];
-    assert_eq!(t["withheld_now"], 1);
-    assert_eq!(
-        t["available_now"].as_i64().unwrap()
-            + t["held_now"].as_i64().unwrap()
-            + t["booked_now"].as_i64().unwrap()
-            + t["withheld_now"].as_i64().unwrap(),
-        t["seats"].as_i64().unwrap()
-    );
-    assert_eq!(t["seats"], 26);
+    let t = &sales.total;
+    assert_eq!(t.withheld_now, 1);
+    assert_eq!(t.available_now + t.held_now + t.booked_now + t.withheld_now, t.seats);
+    assert_eq!(t.seats, 26);
     let history = history_until(&app, event, "A-1-5", 4).await;
     assert_eq!(history_kinds(&history), ["withheld", "returned", "held", "booked"]);
-    assert_eq!(history["history"][0]["reservation_id"], Value::Null);
+    assert_eq!(history.history[0].reservation_id, None);
     let still = get_until(
         &app,
         &format!("/events/{event}/seats/A-1-4/history"),
         AS_ORGANIZER,
-        |v| v["state"] == "withheld",
+        |v: &SeatHistory| v.state == "withheld",
     )
     .await;
-    assert_eq!(still["history"][0]["kind"], "withheld");
+    assert_eq!(still.history[0].kind, "withheld");
 
     let options = frontrow_analytics::replay::ReplayOptions {
         event: Some(event),
@@ -314,9 +288,9 @@ async fn a_keyed_withhold_retried_after_its_return_withholds_nothing() {
     let res = organizer_post(&app, ORGANIZER_KEY, &path, Some("cam-1"), hold).await;
     assert_eq!(res.status(), 200);
     let both = json!({"seats": ["A-1-3", "A-1-4"]});
-    let returned = ok_json(organizer_post(&app, ORGANIZER_KEY, &back, Some("cam-back-1"), both).await).await;
-    let map = app.availability(event, returned["position"].as_str()).await;
-    assert_eq!(map["sections"][0]["rows"][0]["seats"], "AAAAAAAAAA");
+    let returned: EventWritten = ok(organizer_post(&app, ORGANIZER_KEY, &back, Some("cam-back-1"), both).await).await;
+    let map = app.availability(event, returned.position.as_deref()).await;
+    assert_eq!(map.sections[0].rows[0].seats, "AAAAAAAAAA");
 
     let before = ends(app.journal.as_ref()).await;
     // The same request, seats in another order: done already.
@@ -333,6 +307,6 @@ async fn a_keyed_withhold_retried_after_its_return_withholds_nothing() {
     let state = &app.replay().await[&event];
     assert_eq!(state.counts.withheld, 0);
     assert_eq!(state.organizer_requests.len(), 2, "{:?}", state.organizer_requests);
-    assert_eq!(app.availability(event, None).await["seats"]["withheld"], 0);
+    assert_eq!(app.availability(event, None).await.seats.withheld, 0);
     app.stop().await;
 }

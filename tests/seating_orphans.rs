@@ -13,9 +13,11 @@ use serde_json::{Value, json};
 #[tokio::test]
 async fn a_selection_that_strands_a_seat_is_refused_naming_it_and_changes_nothing() {
     let (app, event) = TestApp::spawn_with_event().await;
-    let details = app.get_json(&format!("/events/{event}")).await;
-    assert_eq!(details["allow_orphan_seats"], false, "the rule is on by default");
-    let map = app.availability(event, None).await;
+    assert!(
+        !app.event_details(event).await.allow_orphan_seats,
+        "the rule is on by default"
+    );
+    let map = app.availability_json(event, None).await;
     let before = ends(app.journal.as_ref()).await;
     for (seats, stranded) in [
         (vec!["A-1-2", "A-1-3"], vec!["A-1-1"]),
@@ -29,7 +31,7 @@ async fn a_selection_that_strands_a_seat_is_refused_naming_it_and_changes_nothin
         assert!(stranded.iter().all(|s| detail.contains(s)), "{detail}");
     }
     assert_eq!(ends(app.journal.as_ref()).await, before, "refusals record nothing");
-    assert_eq!(app.availability(event, None).await["sections"], map["sections"]);
+    assert_eq!(app.availability_json(event, None).await["sections"], map["sections"]);
     // The same pair at the row's end strands nothing.
     let res = app.reserve_seats("alice", event, &["A-1-1", "A-1-2"]).await;
     assert_eq!(res.status(), 201);
@@ -57,8 +59,7 @@ async fn an_organizer_can_turn_the_rule_off() {
     let event = app
         .create_event_changed(Duration::minutes(-1), |b| b["allow_orphan_seats"] = json!(true))
         .await;
-    let details = app.get_json(&format!("/events/{event}")).await;
-    assert_eq!(details["allow_orphan_seats"], true);
+    assert!(app.event_details(event).await.allow_orphan_seats);
     let res = app.reserve_seats("alice", event, &["A-1-2", "A-1-3"]).await;
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     let letters = seat_letters(&app.map_after(event, &res).await);
@@ -183,15 +184,12 @@ async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&
     let mut outcome = Outcome::default();
     for n in 1..=fans {
         let who = name(n);
-        let status = status_until(app, event, &who, |s| {
-            s["status"] == "admitted" || s["status"] == "sold_out"
-        })
-        .await;
-        if status["status"] == "sold_out" {
+        let status = status_until(app, event, &who, |s| s.status == "admitted" || s.status == "sold_out").await;
+        if status.status == "sold_out" {
             outcome.told_sold_out += 1;
             continue;
         }
-        let token = status["admission_token"].as_str().unwrap().to_owned();
+        let token = status.admission_token.expect("an admitted fan has a token");
         let count = size(&mut rng);
         let mut held = None;
         for area in &venue.areas {
@@ -206,7 +204,7 @@ async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&
                 .await
                 .unwrap();
             if res.status() == 201 {
-                held = Some(res.json::<Value>().await.unwrap());
+                held = Some(typed::<Reservation>(res.json().await.unwrap()));
                 break;
             }
             let refusal = res.json::<Value>().await.unwrap();
@@ -218,10 +216,7 @@ async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&
         }
         match held {
             Some(h) => {
-                let (rid, amount) = (
-                    h["reservation_id"].as_str().unwrap(),
-                    h["amount"]["amount"].as_i64().unwrap(),
-                );
+                let (rid, amount) = (h.reservation_id.as_str(), h.amount.amount);
                 let paid = app
                     .webhook(&app.payment_event("payment_intent.succeeded", &format!("evt_{who}"), event, rid, amount))
                     .await;

@@ -9,6 +9,7 @@ use std::time::Duration as StdDuration;
 use chrono::Duration;
 use common::*;
 use frontrow_schema::EventId;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// Section `A`: one row of 2 seats at 80.00; `FLOOR`: a standing zone of 6 places at 30.00.
@@ -26,9 +27,9 @@ async fn reserve_zone(app: &TestApp, who: &str, event: EventId, count: u8) -> re
         .await
 }
 
-/// The `FLOOR` section of an availability map.
-fn floor(map: &Value) -> &Value {
-    &map["sections"][1]
+/// The `FLOOR` zone's counts on an availability map.
+fn floor(map: &AvailabilityMap) -> &ZoneAvailability {
+    map.sections[1].standing.as_ref().expect("FLOOR is a standing zone")
 }
 
 /// The next SSE event of a kind other than a heartbeat, within 5 s.
@@ -45,134 +46,114 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     let event = app.create_event_from(&mixed_venue(&app, "Zonara Floorfield")).await;
 
     // The event and the map: the zone has counts, not letters.
-    let details = app.get_json(&format!("/events/{event}")).await;
+    let details = app.event_details(event).await;
+    let standing = Standing {
+        capacity: 6,
+        tier: "GA".to_owned(),
+    };
+    assert_eq!(details.seat_map.sections[1].standing, Some(standing));
+    assert_eq!(details.seats.total, 8);
+    // Raw: the zone's counts are exactly these (`withheld` absent when 0), a seated section has
+    // no `standing` at all.
+    let map = app.availability_json(event, None).await;
     assert_eq!(
-        details["seat_map"]["sections"][1]["standing"],
-        json!({"capacity": 6, "tier": "GA"})
-    );
-    assert_eq!(details["seats"]["total"], 8);
-    let map = app.availability(event, None).await;
-    assert_eq!(
-        floor(&map)["standing"],
+        map["sections"][1]["standing"],
         json!({"zone": "FLOOR", "capacity": 6, "tier": "GA", "price": 3000,
                "available": 6, "held": 0, "booked": 0})
     );
-    assert_eq!(floor(&map)["rows"], json!([]));
+    assert_eq!(map["sections"][1]["rows"], json!([]));
     assert!(map["sections"][0].get("standing").is_none());
 
     let mut stream = SseReader::open(&app, &format!("/events/{event}/seats/stream"), None, None).await;
     assert_eq!(next(&mut stream).await.event.as_deref(), Some("snapshot"));
 
     // Reserve four places: the lowest-numbered ones, at the zone's price.
-    let res = reserve_zone(&app, "alice", event, 4).await;
-    assert_eq!(res.status(), 201);
-    let held: Value = res.json().await.unwrap();
-    assert_eq!(
-        held["seats"],
-        json!(["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3", "FLOOR-GA-4"])
-    );
-    assert_eq!(held["amount"]["amount"], 12000);
-    let rid = held["reservation_id"].as_str().unwrap().to_owned();
-    let map = app.availability(event, held["position"].as_str()).await;
-    assert_eq!(
-        (
-            floor(&map)["standing"]["available"].as_u64(),
-            floor(&map)["standing"]["held"].as_u64()
-        ),
-        (Some(2), Some(4))
-    );
-    assert_eq!(map["seats"]["held"], 4);
+    let held: Reservation = answer(reserve_zone(&app, "alice", event, 4).await, 201).await;
+    assert_eq!(held.seats, ["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3", "FLOOR-GA-4"]);
+    assert_eq!(held.amount.amount, 12000);
+    let rid = held.reservation_id;
+    let map = app.availability(event, held.position.as_deref()).await;
+    assert_eq!((floor(&map).available, floor(&map).held), (2, 4));
+    assert_eq!(map.seats.held, 4);
 
     // The stream: the per-place delta, then the zone's counts under the same id.
     let seat = next(&mut stream).await;
     assert_eq!(seat.event.as_deref(), Some("seat"));
-    let data: Value = serde_json::from_str(&seat.data).unwrap();
-    assert_eq!(data["status"], "held");
-    assert_eq!(data["seats"].as_array().unwrap().len(), 4);
+    let data: SeatData = serde_json::from_str(&seat.data).unwrap();
+    assert_eq!(data.status, "held");
+    assert_eq!(data.seats.len(), 4);
     let zone = next(&mut stream).await;
     assert_eq!(zone.event.as_deref(), Some("zone"));
     assert_eq!(zone.id, seat.id);
-    let counts: Value = serde_json::from_str(&zone.data).unwrap();
+    let counts: ZoneAvailability = serde_json::from_str(&zone.data).unwrap();
     assert_eq!(
-        (
-            &counts["zone"],
-            &counts["available"],
-            &counts["held"],
-            &counts["booked"]
-        ),
-        (&json!("FLOOR"), &json!(2), &json!(4), &json!(0))
+        (counts.zone.as_str(), counts.available, counts.held, counts.booked),
+        ("FLOOR", 2, 4, 0)
     );
 
     // Pay through the webhook: the places are booked.
-    assert_eq!(app.pay(event, "evt_zone", &rid, 12000).await["outcome"], "booked");
+    assert_eq!(app.pay(event, "evt_zone", &rid, 12000).await.outcome, "booked");
     assert_eq!(next(&mut stream).await.event.as_deref(), Some("seat"));
     let zone = next(&mut stream).await;
-    let counts: Value = serde_json::from_str(&zone.data).unwrap();
-    assert_eq!((&counts["held"], &counts["booked"]), (&json!(0), &json!(4)));
+    let counts: ZoneAvailability = serde_json::from_str(&zone.data).unwrap();
+    assert_eq!((counts.held, counts.booked), (0, 4));
 
     // A second fan holds two places and lets them go: they are free again at once.
-    let res = reserve_zone(&app, "bob", event, 2).await;
-    assert_eq!(res.status(), 201);
-    let bob: Value = res.json().await.unwrap();
-    assert_eq!(bob["seats"], json!(["FLOOR-GA-5", "FLOOR-GA-6"]));
-    let brid = bob["reservation_id"].as_str().unwrap();
+    let bob: Reservation = answer(reserve_zone(&app, "bob", event, 2).await, 201).await;
+    assert_eq!(bob.seats, ["FLOOR-GA-5", "FLOOR-GA-6"]);
+    let brid = &bob.reservation_id;
     let release = format!("/events/{event}/reservations/{brid}/release");
-    let released = ok_json(app.post_as("bob", &release).await).await;
-    let map = app.availability(event, released["position"].as_str()).await;
+    let released: Reservation = ok(app.post_as("bob", &release).await).await;
+    let map = app.availability_json(event, released.position.as_deref()).await;
     assert_eq!(
-        floor(&map)["standing"],
+        map["sections"][1]["standing"],
         json!({"zone": "FLOOR", "capacity": 6, "tier": "GA", "price": 3000,
                "available": 2, "held": 0, "booked": 4})
     );
     for expected in ["held", "available"] {
         let seat = next(&mut stream).await;
-        let data: Value = serde_json::from_str(&seat.data).unwrap();
-        assert_eq!(data["status"], expected);
-        let zone: Value = serde_json::from_str(&next(&mut stream).await.data).unwrap();
-        assert_eq!(zone["booked"], 4);
+        let data: SeatData = serde_json::from_str(&seat.data).unwrap();
+        assert_eq!(data.status, expected);
+        let zone: ZoneAvailability = serde_json::from_str(&next(&mut stream).await.data).unwrap();
+        assert_eq!(zone.booked, 4);
     }
 
     // The ledger: a sales line for the zone, and a place's history like a seat's.
-    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v| {
-        v["total"]["released"] == 2
+    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v: &Sales| {
+        v.total.released == 2
     })
     .await;
-    let line = sales["lines"]
-        .as_array()
-        .unwrap()
+    let line = sales
+        .lines
         .iter()
-        .find(|l| l["section"] == "FLOOR")
-        .unwrap_or_else(|| panic!("no FLOOR line in {sales}"));
+        .find(|l| l.section.as_deref() == Some("FLOOR"))
+        .unwrap_or_else(|| panic!("no FLOOR line in {sales:?}"));
     assert_eq!(
         (
-            &line["tier"],
-            &line["seats"],
-            &line["booked"],
-            &line["revenue"],
-            &line["available_now"]
+            line.tier.as_deref(),
+            line.seats,
+            line.booked,
+            line.revenue,
+            line.available_now
         ),
-        (&json!("GA"), &json!(6), &json!(4), &json!(12000), &json!(2))
+        (Some("GA"), 6, 4, 12000, 2)
     );
     let history = history_until(&app, event, "FLOOR-GA-5", 2).await;
     assert_eq!(history_kinds(&history), ["held", "released"]);
     let alice = format!("Bearer {}", app.token("alice"));
-    let mine = get_until(&app, "/me/bookings", ("authorization", &alice), |v| {
-        v["bookings"].as_array().is_some_and(|b| !b.is_empty())
+    let mine = get_until(&app, "/me/bookings", ("authorization", &alice), |v: &Bookings| {
+        !v.bookings.is_empty()
     })
     .await;
-    assert_eq!(mine["bookings"][0]["amount"], 12000);
+    assert_eq!(mine.bookings[0].amount, 12000);
 
     // Search: with both seats sold the event is still available, for its standing places.
     for seat in ["A-1-1", "A-1-2"] {
         assert_eq!(app.reserve_seats("carol", event, &[seat]).await.status(), 201);
     }
-    let is_hit = |v: &Value| {
-        v["hits"]
-            .as_array()
-            .is_some_and(|h| h.iter().any(|h| h["event_id"] == event.to_string()))
-    };
+    let is_hit = |v: &SearchPage| v.has(event);
     search_until(&app, "q=zonara&available=true", |v| {
-        is_hit(v) && v["hits"][0]["seats_left"] == 2
+        is_hit(v) && v.hits[0].seats_left == 2
     })
     .await;
     assert_eq!(reserve_zone(&app, "dave", event, 2).await.status(), 201);
@@ -180,20 +161,17 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     search_until(&app, "q=zonara", is_hit).await;
 
     // Analytics replays the log: the zone's places are seats sold at the zone's price.
-    let report = analytics(&app, &["--event", &event.to_string()]);
-    let report = &report["events"][0];
-    assert_eq!(report["seats_total"], 8);
-    assert_eq!(report["seats_booked_now"], 4);
-    assert_eq!(report["seats_held_now"], 4, "carol's two seats and dave's two places");
-    let lines = report["revenue"]["lines"].as_array().unwrap();
+    let report: AnalyticsReport = analytics(&app, &["--event", &event.to_string()]);
+    let report = &report.events[0];
+    assert_eq!(report.seats_total, 8);
+    assert_eq!(report.seats_booked_now, 4);
+    assert_eq!(report.seats_held_now, 4, "carol's two seats and dave's two places");
+    let lines = &report.revenue.lines;
     let ga = lines
         .iter()
-        .find(|l| l["section"] == "FLOOR")
+        .find(|l| l.section == "FLOOR")
         .unwrap_or_else(|| panic!("no FLOOR line in {lines:?}"));
-    assert_eq!(
-        (&ga["tier"], &ga["seats_booked"], &ga["net"]),
-        (&json!("GA"), &json!(4), &json!(12000))
-    );
+    assert_eq!((ga.tier.as_str(), ga.seats_booked, ga.net), ("GA", 4, 12000));
     // The HTML report draws the zone's places as squares of their own, like the row's seats:
     // 8 squares for 2 seats and 6 places, the 4 sold ones coloured.
     let out = tempfile::tempdir().unwrap();
@@ -215,16 +193,16 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
         "unsold squares are grey: {svg}"
     );
     // And its past map has the zone's counts as they were.
-    let position = released["position"].as_str().unwrap();
-    let past = analytics(&app, &["map", "--event", &event.to_string(), "--at", position]);
-    assert_eq!(floor(&past)["standing"]["available"], 2);
-    assert_eq!(floor(&past)["standing"]["booked"], 4);
+    let position = released.position.as_deref().unwrap();
+    let past: AvailabilityMap = analytics(&app, &["map", "--event", &event.to_string(), "--at", position]);
+    assert_eq!(floor(&past).available, 2);
+    assert_eq!(floor(&past).booked, 4);
     app.stop().await;
 }
 
-/// `frontrow analytics ARGS` on the app's data directory, as JSON.
-fn analytics(app: &TestApp, args: &[&str]) -> Value {
-    serde_json::from_slice(&analytics_cli(app, args).stdout).unwrap()
+/// `frontrow analytics ARGS` on the app's data directory, its JSON read as a `T`.
+fn analytics<T: DeserializeOwned>(app: &TestApp, args: &[&str]) -> T {
+    typed(serde_json::from_slice(&analytics_cli(app, args).stdout).unwrap())
 }
 
 #[tokio::test]
@@ -233,12 +211,10 @@ async fn every_wrong_zone_request_is_a_problem_and_writes_nothing() {
     let event = app.create_event_from(&mixed_venue(&app, "Refusa")).await;
     // Five of six places held (by two fans), within their per-customer limit of 6.
     assert_eq!(reserve_zone(&app, "alice", event, 4).await.status(), 201);
-    let bob = reserve_zone(&app, "bob", event, 1).await;
-    assert_eq!(bob.status(), 201);
-    let bob: Value = bob.json().await.unwrap();
+    let bob: Reservation = answer(reserve_zone(&app, "bob", event, 1).await, 201).await;
     let before = ends(app.journal.as_ref()).await;
-    // The map once the query side has seen bob's hold.
-    let map = app.availability(event, bob["position"].as_str()).await;
+    // The map once the query side has seen bob's hold (raw: a refusal changes nothing in it).
+    let map = app.availability_json(event, bob.position.as_deref()).await;
     let cases: Vec<(&str, Value, u16, &str)> = vec![
         ("carol", json!({"zone": "PIT", "count": 1}), 422, "unknown-zone"),
         ("carol", json!({"zone": "A", "count": 1}), 422, "not-a-zone"),
@@ -271,7 +247,7 @@ async fn every_wrong_zone_request_is_a_problem_and_writes_nothing() {
         }
     }
     assert_eq!(ends(app.journal.as_ref()).await, before, "a refusal wrote nothing");
-    assert_eq!(app.availability(event, None).await, map);
+    assert_eq!(app.availability_json(event, None).await, map);
 
     // Alice holds 4 places; the limit is 6: two seats fit, a fifth place after them does not.
     assert_eq!(

@@ -4,6 +4,9 @@
 
 #![allow(dead_code)] // each test binary uses a different subset of the helpers
 
+mod answers;
+pub use answers::*;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -17,6 +20,7 @@ pub use frontrow_schema::testsuite::wait_until;
 use frontrow_schema::testsuite::{seat_map_json, seated, standing};
 use frontrow_schema::{CustomerId, EventId};
 use secrecy::SecretString;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 pub const ORGANIZER_KEY: &str = "acme-key-0123456789abcdef0123456789";
@@ -82,9 +86,8 @@ impl TestApp {
     /// holding `seats` of it: the app, the event and the reservation's id.
     pub async fn spawn_holding(customer: &str, seats: &[&str]) -> (Self, EventId, String) {
         let (app, event) = Self::spawn_with_event().await;
-        let held = app.reserve_seats_json(customer, event, seats).await;
-        let rid = held["reservation_id"].as_str().unwrap().to_owned();
-        (app, event, rid)
+        let held = app.reserve_seats_ok(customer, event, seats).await;
+        (app, event, held.reservation_id)
     }
 
     pub async fn spawn_with(configure: impl FnOnce(&mut Settings)) -> Self {
@@ -191,14 +194,11 @@ impl TestApp {
 
     /// [`Self::create_event_from`], also returning the position of the event's first record.
     pub async fn create_event_written(&self, body: &Value) -> (EventId, String) {
-        let res = self.create_event_with(ORGANIZER_KEY, body).await;
-        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-        let body: Value = res.json().await.unwrap();
-        let event: EventId = body["event_id"].as_str().unwrap().parse().unwrap();
-        let position = body["position"].as_str().unwrap().to_owned();
+        let written: EventWritten = answer(self.create_event_with(ORGANIZER_KEY, body).await, 201).await;
+        let position = written.position.expect("a create answers its position");
         // Read your own write: return once the query side has seen the new event.
-        self.availability(event, Some(&position)).await;
-        (event, position)
+        self.availability(written.event_id, Some(&position)).await;
+        (written.event_id, position)
     }
 
     /// Creates the small test event ([`Self::event_body`], on sale `onsale_in` from now) changed by
@@ -207,6 +207,11 @@ impl TestApp {
         let mut body = self.event_body(onsale_in);
         change(&mut body);
         self.create_event_from(&body).await
+    }
+
+    /// The event as `GET /events/{event}` answers it.
+    pub async fn event_details(&self, event: EventId) -> EventDetails {
+        typed(self.get_json(&format!("/events/{event}")).await)
     }
 
     /// Opens the event's waiting room with `settings` (as the demo organizer).
@@ -236,33 +241,35 @@ impl TestApp {
         .await
     }
 
-    /// The body of [`Self::reserve_seats`]'s answer (the hold, when it is a 201).
-    pub async fn reserve_seats_json(&self, customer: &str, event: EventId, seats: &[&str]) -> Value {
-        self.reserve_seats(customer, event, seats).await.json().await.unwrap()
+    /// The hold [`Self::reserve_seats`] answers; fails unless it is a 201.
+    pub async fn reserve_seats_ok(&self, customer: &str, event: EventId, seats: &[&str]) -> Reservation {
+        answer(self.reserve_seats(customer, event, seats).await, 201).await
     }
 
     /// The customer's reservation `rid` as `GET /events/{event}/reservations/{rid}` answers it.
-    pub async fn reservation(&self, customer: &str, event: EventId, rid: &str) -> Value {
-        self.get_json_as(customer, &format!("/events/{event}/reservations/{rid}"))
-            .await
+    pub async fn reservation(&self, customer: &str, event: EventId, rid: &str) -> Reservation {
+        typed(
+            self.get_json_as(customer, &format!("/events/{event}/reservations/{rid}"))
+                .await,
+        )
     }
 
     /// Polls the customer's reservation until its status is `status`; fails after [`WAIT`].
-    pub async fn reservation_until(&self, customer: &str, event: EventId, rid: &str, status: &str) -> Value {
+    pub async fn reservation_until(&self, customer: &str, event: EventId, rid: &str, status: &str) -> Reservation {
         wait_until(
             WAIT,
             &format!("{customer}'s reservation {rid} is {status}"),
             || self.reservation(customer, event, rid),
-            |r| (r["status"] == status).then(|| r.clone()),
+            |r| (r.status == status).then(|| r.clone()),
         )
         .await
     }
 
     /// Pays reservation `rid` through a `payment_intent.succeeded` webhook (provider event id
     /// `evt`); returns the webhook's answer.
-    pub async fn pay(&self, event: EventId, evt: &str, rid: &str, amount: i64) -> Value {
+    pub async fn pay(&self, event: EventId, evt: &str, rid: &str, amount: i64) -> WebhookAnswer {
         let paid = self.payment_event("payment_intent.succeeded", evt, event, rid, amount);
-        self.webhook(&paid).await.json().await.unwrap()
+        typed(self.webhook(&paid).await.json().await.unwrap())
     }
 
     pub async fn post_as(&self, customer: &str, path: &str) -> reqwest::Response {
@@ -324,14 +331,17 @@ impl TestApp {
     }
 
     /// The availability map, read after `position` (if given) is visible.
-    pub async fn availability(&self, event: EventId, after: Option<&str>) -> Value {
+    pub async fn availability(&self, event: EventId, after: Option<&str>) -> AvailabilityMap {
+        typed(self.availability_json(event, after).await)
+    }
+
+    /// [`Self::availability`] as the raw JSON, for a test of what the map leaves out.
+    pub async fn availability_json(&self, event: EventId, after: Option<&str>) -> Value {
         let mut url = self.url(&format!("/events/{event}/availability"));
         if let Some(p) = after {
             url.push_str(&format!("?after={p}"));
         }
-        let res = self.client.get(url).send().await.unwrap();
-        assert_eq!(res.status(), 200);
-        res.json().await.unwrap()
+        ok_json(send(self.client.get(url)).await).await
     }
 
     /// The map's letter for `seat` (`A`, `H`, `B` or `W`), as the query side has it now.
@@ -341,7 +351,7 @@ impl TestApp {
 
     /// The availability map once the write that answered `res` (its `frontrow-position`) is
     /// visible.
-    pub async fn map_after(&self, event: EventId, res: &reqwest::Response) -> Value {
+    pub async fn map_after(&self, event: EventId, res: &reqwest::Response) -> AvailabilityMap {
         self.availability(event, Some(&position(res))).await
     }
 
@@ -361,10 +371,28 @@ pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
     send(request).await.json().await.unwrap()
 }
 
+/// [`send_json`]'s answer read as a `T`.
+pub async fn send_typed<T: DeserializeOwned>(request: reqwest::RequestBuilder) -> T {
+    typed(send_json(request).await)
+}
+
 /// The JSON body of an answer that must be a 200.
 pub async fn ok_json(res: reqwest::Response) -> Value {
     assert_eq!(res.status(), 200);
     res.json().await.unwrap()
+}
+
+/// The body of an answer that must be a 200, read as a `T`.
+pub async fn ok<T: DeserializeOwned>(res: reqwest::Response) -> T {
+    typed(ok_json(res).await)
+}
+
+/// The body of an answer that must have `status` (else fails with the body), read as a `T`.
+pub async fn answer<T: DeserializeOwned>(res: reqwest::Response, status: u16) -> T {
+    let got = res.status();
+    let body = res.text().await.unwrap();
+    assert_eq!(got, status, "{body}");
+    typed(serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}")))
 }
 
 /// The `frontrow-position` header of a write's answer: where its record is in the log.
@@ -372,30 +400,34 @@ pub fn position(res: &reqwest::Response) -> String {
     res.headers()["frontrow-position"].to_str().unwrap().to_owned()
 }
 
-/// The JSON of a `GET` answered 200 (`Null` for any other status), polled until `check` accepts
-/// it.
-async fn json_until<Get: Future<Output = reqwest::Response>>(
+/// The answer to a `GET`, read as a `T` once it is a 200, polled until `check` accepts it.
+async fn answer_until<T: DeserializeOwned + Clone + std::fmt::Debug, Get: Future<Output = reqwest::Response>>(
     message: &str,
     timeout: std::time::Duration,
     get: impl Fn() -> Get,
-    check: impl Fn(&Value) -> bool,
-) -> Value {
+    check: impl Fn(&T) -> bool,
+) -> T {
     let look = || async {
         let res = get().await;
         if res.status() == 200 {
-            res.json().await.unwrap()
+            Some(typed::<T>(res.json().await.unwrap()))
         } else {
-            Value::Null
+            None
         }
     };
-    wait_until(timeout, message, look, |v| check(v).then(|| v.clone())).await
+    wait_until(timeout, message, look, |v| v.as_ref().filter(|v| check(v)).cloned()).await
 }
 
 /// The fan's status on the query side, polled until `check` holds.
-pub async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub async fn status_until(
+    app: &TestApp,
+    event: EventId,
+    who: &str,
+    check: impl Fn(&QueueStatus) -> bool,
+) -> QueueStatus {
     let path = format!("/events/{event}/queue/me");
     let message = format!("{who}'s status matches");
-    json_until(
+    answer_until(
         &message,
         std::time::Duration::from_secs(5),
         || app.get_as(who, &path),
@@ -404,10 +436,16 @@ pub async fn status_until(app: &TestApp, event: EventId, who: &str, check: impl 
     .await
 }
 
-/// Polls a GET until `check` accepts the JSON answer (the ledger projector runs behind the log).
-pub async fn get_until(app: &TestApp, path: &str, header: (&str, &str), check: impl Fn(&Value) -> bool) -> Value {
+/// Polls a GET until `check` accepts its answer as a `T` (the ledger projector runs behind the
+/// log).
+pub async fn get_until<T: DeserializeOwned + Clone + std::fmt::Debug>(
+    app: &TestApp,
+    path: &str,
+    header: (&str, &str),
+    check: impl Fn(&T) -> bool,
+) -> T {
     let message = format!("{path} satisfies the check");
-    json_until(&message, WAIT, || app.get_with(path, header), check).await
+    answer_until(&message, WAIT, || app.get_with(path, header), check).await
 }
 
 /// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
@@ -438,20 +476,12 @@ pub async fn replay(journal: &dyn Journal) -> HashMap<EventId, EventState> {
 }
 
 /// The seat letters of an availability map, keyed by seat id.
-pub fn seat_letters(map: &Value) -> BTreeMap<String, char> {
+pub fn seat_letters(map: &AvailabilityMap) -> BTreeMap<String, char> {
     let mut seats = BTreeMap::new();
-    for section in map["sections"].as_array().unwrap() {
-        for row in section["rows"].as_array().unwrap() {
-            for (i, c) in row["seats"].as_str().unwrap().chars().enumerate() {
-                seats.insert(
-                    format!(
-                        "{}-{}-{}",
-                        section["code"].as_str().unwrap(),
-                        row["name"].as_str().unwrap(),
-                        i + 1
-                    ),
-                    c,
-                );
+    for section in &map.sections {
+        for row in &section.rows {
+            for (i, c) in row.seats.chars().enumerate() {
+                seats.insert(format!("{}-{}-{}", section.code, row.name, i + 1), c);
             }
         }
     }
@@ -459,7 +489,7 @@ pub fn seat_letters(map: &Value) -> BTreeMap<String, char> {
 }
 
 /// The seats an availability map shows as `letter` (`'H'`: held, ...).
-pub fn seats_lettered(map: &Value, letter: char) -> BTreeSet<String> {
+pub fn seats_lettered(map: &AvailabilityMap, letter: char) -> BTreeSet<String> {
     seat_letters(map)
         .into_iter()
         .filter(|(_, c)| *c == letter)
@@ -534,12 +564,8 @@ impl SseReader {
 }
 
 /// Polls `GET /search` until `check` accepts the answer (the projector indexes asynchronously).
-pub async fn search_until(app: &TestApp, query: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let look = || async {
-        let res = app.get(&format!("/search?{query}")).await;
-        assert_eq!(res.status(), 200);
-        res.json::<Value>().await.unwrap()
-    };
+pub async fn search_until(app: &TestApp, query: &str, check: impl Fn(&SearchPage) -> bool) -> SearchPage {
+    let look = || async { ok::<SearchPage>(app.get(&format!("/search?{query}")).await).await };
     wait_until(WAIT, &format!("search?{query} satisfies the check"), look, |v| {
         check(v).then(|| v.clone())
     })
@@ -548,24 +574,19 @@ pub async fn search_until(app: &TestApp, query: &str, check: impl Fn(&Value) -> 
 
 /// A seat's (or place's) history from `GET /events/{id}/seats/{seat}/history`, polled until it
 /// has `entries` entries.
-pub async fn history_until(app: &TestApp, event: EventId, seat: &str, entries: usize) -> Value {
+pub async fn history_until(app: &TestApp, event: EventId, seat: &str, entries: usize) -> SeatHistory {
     get_until(
         app,
         &format!("/events/{event}/seats/{seat}/history"),
         AS_ORGANIZER,
-        |v| v["history"].as_array().is_some_and(|h| h.len() == entries),
+        |v: &SeatHistory| v.history.len() == entries,
     )
     .await
 }
 
 /// The kinds of a seat history's entries, in order (`held`, `booked`, `expired`, ...).
-pub fn history_kinds(history: &Value) -> Vec<&str> {
-    history["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["kind"].as_str().unwrap())
-        .collect()
+pub fn history_kinds(history: &SeatHistory) -> Vec<&str> {
+    history.history.iter().map(|h| h.kind.as_str()).collect()
 }
 
 /// Runs the real `frontrow analytics ARGS` on the app's data directory; fails on a non-zero exit.

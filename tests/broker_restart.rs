@@ -113,11 +113,8 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
                 statuses.lock().unwrap().push(status);
                 match status {
                     201 => {
-                        let body: Value = res.json().await.unwrap();
-                        acked
-                            .lock()
-                            .unwrap()
-                            .insert(fan, body["reservation_id"].as_str().unwrap().to_owned());
+                        let held: Reservation = typed(res.json().await.unwrap());
+                        acked.lock().unwrap().insert(fan, held.reservation_id);
                         i += 1;
                     }
                     503 => tokio::time::sleep(Duration::from_millis(200)).await,
@@ -163,10 +160,11 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
         (*status == 201).then(|| body.clone())
     })
     .await;
-    acked.lock().unwrap().insert(
-        "after-restart".into(),
-        resumed["reservation_id"].as_str().unwrap().to_owned(),
-    );
+    let resumed: Reservation = typed(resumed);
+    acked
+        .lock()
+        .unwrap()
+        .insert("after-restart".into(), resumed.reservation_id);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     load.await.unwrap();
 

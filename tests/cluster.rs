@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::{
-    AvailabilityMap, ORGANIZER_KEY, TOKEN_SECRET, WEBHOOK_SECRET, replay, seat_letters, seats_lettered, send_typed,
-    spawn_listening, wait_until,
+    AvailabilityMap, EventWritten, ORGANIZER_KEY, Reservation, TOKEN_SECRET, WEBHOOK_SECRET, answer, replay,
+    seat_letters, seats_lettered, send_typed, spawn_listening, typed, wait_until,
 };
 use frontrow_http::auth::Auth;
 use frontrow_journal::{KafkaJournal, KafkaSettings};
@@ -172,9 +172,7 @@ async fn create_event(client: &reqwest::Client, base: &str, key: &str) -> EventI
             .json(&event_body())
     };
     let res = until_served(create, SERVED).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let created: Value = res.json().await.unwrap();
-    created["event_id"].as_str().unwrap().parse().unwrap()
+    answer::<EventWritten>(res, 201).await.event_id
 }
 
 /// Creates the test event through A ([`create_event`]), then waits until the group has settled:
@@ -238,14 +236,12 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         let (status, fan, body) = t.await.unwrap();
         match status {
             201 => {
-                for seat in body["seats"].as_array().unwrap() {
-                    let rid = body["reservation_id"].as_str().unwrap().to_owned();
-                    assert!(
-                        won.insert(seat.as_str().unwrap().to_owned(), (fan.clone(), rid))
-                            .is_none()
-                    );
+                let held: Reservation = typed(body);
+                for seat in held.seats {
+                    let rid = held.reservation_id.clone();
+                    assert!(won.insert(seat, (fan.clone(), rid)).is_none());
                 }
-                let p: frontrow_journal::Position = body["position"].as_str().unwrap().parse().unwrap();
+                let p: frontrow_journal::Position = held.position.as_deref().unwrap().parse().unwrap();
                 last = last.max(Some(p));
             }
             409 => {}
@@ -287,7 +283,7 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         let url = format!("{}/events/{event}/reservations/{rid}", b.base);
         let res = until_served(|| client.get(&url).bearer_auth(token(fan)), SERVED).await;
         assert_eq!(res.status(), 200, "acknowledged reservation {rid} lost in the failover");
-        assert_eq!(res.json::<Value>().await.unwrap()["status"], "held");
+        assert_eq!(typed::<Reservation>(res.json().await.unwrap()).status, "held");
         if n == 0 {
             // A figure, not a check (retries are 200 ms apart): see "Running at scale".
             eprintln!(
@@ -347,7 +343,7 @@ async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
     let mut held = 0;
     for t in tasks {
         match t.await.unwrap() {
-            (201, body) => held += body["seats"].as_array().unwrap().len(),
+            (201, body) => held += typed::<Reservation>(body).seats.len(),
             (409, body) => assert_eq!(body["type"], "urn:frontrow:problem:customer-limit", "{body}"),
             (status, body) => panic!("unexpected {status}: {body}"),
         }

@@ -23,12 +23,10 @@ async fn created(app: &TestApp, settings: Value) -> (frontrow_schema::EventId, S
     for (k, v) in settings.as_object().unwrap() {
         body[k] = v.clone();
     }
-    let res = app.create_event_with(ORGANIZER_KEY, &body).await;
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let body: Value = res.json().await.unwrap();
+    let written: EventWritten = answer(app.create_event_with(ORGANIZER_KEY, &body).await, 201).await;
     (
-        body["event_id"].as_str().unwrap().parse().unwrap(),
-        body["position"].as_str().unwrap().to_owned(),
+        written.event_id,
+        written.position.expect("a create answers its position"),
     )
 }
 
@@ -56,7 +54,7 @@ async fn one_customer_floods(app: &TestApp, event: frontrow_schema::EventId, req
     for t in tasks {
         let (status, res) = t.await.unwrap();
         match status {
-            201 => held += res.json::<Value>().await.unwrap()["seats"].as_array().unwrap().len(),
+            201 => held += typed::<Reservation>(res.json().await.unwrap()).seats.len(),
             409 => refused.push(problem(res, 409, "customer-limit").await),
             other => panic!("unexpected {other}: {}", res.text().await.unwrap()),
         }
@@ -97,13 +95,14 @@ async fn one_customer_cannot_hold_more_than_the_events_limit() {
     let (event, position) = created(&app, json!({"max_seats_per_customer": 12})).await;
     let (held, refused) = one_customer_floods(&app, event, 100).await;
     assert_eq!((held, refused.len()), (12, 98));
-    let details: Value = app
-        .get(&format!("/events/{event}?after={position}"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(details["max_seats_per_customer"], 12);
+    let details: EventDetails = typed(
+        app.get(&format!("/events/{event}?after={position}"))
+            .await
+            .json()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(details.max_seats_per_customer, 12);
     app.stop().await;
 }
 
@@ -147,8 +146,7 @@ async fn overflowing_prices_and_positions_are_refused_and_change_nothing() {
     let res = app
         .create_event_with(ORGANIZER_KEY, &app.event_body(Duration::hours(1)))
         .await;
-    let later: Value = res.json().await.unwrap();
-    let later = later["event_id"].as_str().unwrap().to_owned();
+    let later = typed::<EventWritten>(res.json().await.unwrap()).event_id;
     let before_change = ends(app.journal.as_ref()).await;
     let mut map = app.event_body(Duration::hours(1))["seat_map"].clone();
     map["tiers"][1]["price"] = json!(i64::MAX);

@@ -33,13 +33,8 @@ async fn race(app: TestApp) {
             {"name": "1", "seats": 25, "tier": "STD"}, {"name": "2", "seats": 25, "tier": "STD"},
             {"name": "3", "seats": 25, "tier": "STD"}, {"name": "4", "seats": 25, "tier": "STD"}]}]
     });
-    let res = app.create_event_with(ORGANIZER_KEY, &body).await;
-    assert_eq!(res.status(), 201);
-    let event: frontrow_schema::EventId = res.json::<Value>().await.unwrap()["event_id"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let written: EventWritten = answer(app.create_event_with(ORGANIZER_KEY, &body).await, 201).await;
+    let event = written.event_id;
 
     let all: Vec<String> = (1..=4)
         .flat_map(|r| (1..=25).map(move |n| format!("A-{r}-{n}")))
@@ -87,12 +82,12 @@ async fn race(app: TestApp) {
         match status {
             201 => {
                 successes += 1;
-                let rid = body["reservation_id"].as_str().unwrap().to_owned();
-                for seat in body["seats"].as_array().unwrap() {
-                    let previous = won.insert(seat.as_str().unwrap().to_owned(), rid.clone());
+                let held: Reservation = typed(body);
+                for seat in held.seats {
+                    let previous = won.insert(seat.clone(), held.reservation_id.clone());
                     assert!(previous.is_none(), "seat {seat} acknowledged to two reservations");
                 }
-                let position: frontrow_journal::Position = body["position"].as_str().unwrap().parse().unwrap();
+                let position: frontrow_journal::Position = held.position.as_deref().unwrap().parse().unwrap();
                 last_position = last_position.max(Some(position));
             }
             409 => assert_eq!(body["type"], "urn:frontrow:problem:seats-unavailable"),

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use frontrow_query::replays::{MAX_PUBLIC_REPLAYS, Replayer, replay_permit};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The `event:` name of the first server-sent event of a seat stream resumed after `last_id`.
 async fn first_sse_event(app: &TestApp, event: frontrow_schema::EventId, last_id: &str) -> String {
@@ -61,8 +61,8 @@ async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
         .get_with(&format!("/events/{event}/seats/A-1-1/history"), AS_ORGANIZER)
         .await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
-    let history: Value = res.json().await.unwrap();
-    assert_eq!(history["state"], "held", "{history}");
+    let history: SeatHistory = typed(res.json().await.unwrap());
+    assert_eq!(history.state, "held", "{history:?}");
 
     drop(busy);
     let res = app.get(&format!("/events/{event}/availability?at={position}")).await;

@@ -6,7 +6,9 @@ use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{AvailabilityMap, WAIT, seats_lettered, send_typed, spawn_listening, wait_until};
+use common::{
+    AvailabilityMap, Reservation, WAIT, WebhookAnswer, seats_lettered, send_typed, spawn_listening, typed, wait_until,
+};
 use serde_json::{Value, json};
 
 const SAMPLE: &str = "5a3b1e00-0000-4000-8000-000000000001";
@@ -93,16 +95,11 @@ async fn kill_dash_nine(journal: &str) {
                 let Ok(res) = res else { break };
                 if res.status() == 201 {
                     let Ok(body) = res.json::<Value>().await else { break };
-                    let seats = body["seats"]
-                        .as_array()
+                    let held: Reservation = typed(body);
+                    acknowledged
+                        .lock()
                         .unwrap()
-                        .iter()
-                        .map(|s| s.as_str().unwrap().to_owned());
-                    acknowledged.lock().unwrap().push((
-                        body["reservation_id"].as_str().unwrap().to_owned(),
-                        seats.collect(),
-                        token,
-                    ));
+                        .push((held.reservation_id, held.seats, token));
                 }
             }
         }));
@@ -129,15 +126,9 @@ async fn kill_dash_nine(journal: &str) {
             .await
             .unwrap();
         assert_eq!(res.status(), 200, "acknowledged reservation {rid} lost");
-        let body: Value = res.json().await.unwrap();
-        assert_eq!(body["status"], "held");
-        let got: Vec<String> = body["seats"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_owned())
-            .collect();
-        assert_eq!(&got, seats);
+        let body: Reservation = typed(res.json().await.unwrap());
+        assert_eq!(body.status, "held");
+        assert_eq!(&body.seats, seats);
     }
     // Every acknowledged seat is held on the map after the restart, and no seat twice.
     let ready = || async { client.get(format!("{base}/ready")).send().await.unwrap().status() };
@@ -160,20 +151,20 @@ async fn kill_dash_nine(journal: &str) {
     // A webhook is applied once, forever: its provider event id survives another kill -9.
     let (rid, _, _) = &acknowledged[0];
     let booked = deliver(&client, &base, dir.path(), rid).await;
-    assert_eq!(booked["outcome"], "booked");
+    assert_eq!(booked.outcome, "booked");
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     let mut server = start(dir.path(), journal);
     let again = deliver(&client, &server.base, dir.path(), rid).await;
-    assert_eq!(again["outcome"], "duplicate");
-    assert_eq!(again["reservation_status"], "booked");
+    assert_eq!(again.outcome, "duplicate");
+    assert_eq!(again.reservation_status.as_deref(), Some("booked"));
     server.child.kill().unwrap();
     server.child.wait().unwrap();
 }
 
 /// Delivers the same signed `payment_intent.succeeded` (id `evt_restart`) for a reservation,
 /// signed with the webhook secret the server generated into its data directory.
-async fn deliver(client: &reqwest::Client, base: &str, data_dir: &std::path::Path, rid: &str) -> Value {
+async fn deliver(client: &reqwest::Client, base: &str, data_dir: &std::path::Path, rid: &str) -> WebhookAnswer {
     let secrets: Value = serde_json::from_slice(&std::fs::read(data_dir.join("secrets.json")).unwrap()).unwrap();
     let secret = secrecy::SecretString::from(secrets["webhook_secret"].as_str().unwrap());
     let body = serde_json::to_vec(&json!({
@@ -193,5 +184,5 @@ async fn deliver(client: &reqwest::Client, base: &str, data_dir: &std::path::Pat
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    res.json().await.unwrap()
+    typed(res.json().await.unwrap())
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{EventWritten, ORGANIZER_KEY, TestApp, answer};
+use common::{EventWritten, ORGANIZER_KEY, Problem, TestApp, answer, typed};
 use serde_json::Value;
 
 /// A forged `Stripe-Signature` with tens of thousands of `v1=` entries and a 1 MB body once
@@ -36,9 +36,9 @@ async fn a_forged_signature_flood_is_refused_without_hashing_while_health_answer
         let res = request.await.unwrap().unwrap();
         assert_eq!(res.status(), 400);
         assert_eq!(res.headers()["content-type"], "application/problem+json");
-        let problem: Value = res.json().await.unwrap();
-        assert_eq!(problem["type"], "urn:frontrow:problem:bad-signature");
-        assert!(problem["detail"].as_str().unwrap().contains("longer than"), "{problem}");
+        let problem: Problem = typed(res.json().await.unwrap());
+        assert_eq!(problem.kind, "urn:frontrow:problem:bad-signature");
+        assert!(problem.detail.contains("longer than"), "{problem:?}");
     }
     app.stop().await;
 }
@@ -164,9 +164,9 @@ async fn assert_limited(res: reqwest::Response, limit: &str) {
     assert_eq!(res.headers()["content-type"], "application/problem+json");
     let retry: u32 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
     assert!(retry >= 1);
-    let problem: Value = res.json().await.unwrap();
-    assert_eq!(problem["type"], "urn:frontrow:problem:rate-limited");
-    assert_eq!(problem["limit"], limit, "{problem}");
+    let problem: Problem = typed(res.json().await.unwrap());
+    assert_eq!(problem.kind, "urn:frontrow:problem:rate-limited");
+    assert_eq!(problem.limit.as_deref(), Some(limit), "{problem:?}");
 }
 
 /// A bucket of `burst` refilled at 1 a second lets through at most this many requests sent
@@ -256,9 +256,9 @@ async fn seat_streams_are_capped_per_address_and_idle_ones_end() {
     let refused = open().await.unwrap();
     assert_eq!(refused.status(), 429);
     assert!(refused.headers().contains_key("retry-after"));
-    let problem: Value = refused.json().await.unwrap();
-    assert_eq!(problem["type"], "urn:frontrow:problem:rate-limited");
-    assert_eq!(problem["limit"], "address");
+    let problem: Problem = typed(refused.json().await.unwrap());
+    assert_eq!(problem.kind, "urn:frontrow:problem:rate-limited");
+    assert_eq!(problem.limit.as_deref(), Some("address"));
     // Nothing happens on the event: each stream sends its snapshot, then the server ends it.
     for stream in [first, second] {
         let body = stream.text().await.unwrap();

@@ -56,7 +56,7 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
     assert_eq!(join("bob").await.status(), 201);
     assert_eq!(join("carol").await.status(), 201);
     let full = problem(join("dave").await, 429, "queue-full").await;
-    assert_eq!(full["max_size"], 3);
+    assert_eq!(full.max_size, Some(3));
     let waiting = status_until(&app, event, "carol", |s| s.awaiting_lottery).await;
     assert_eq!(waiting.position, None, "no place before the lottery");
 

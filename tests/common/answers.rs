@@ -438,3 +438,40 @@ pub struct ReportRevenueLine {
     pub refunded: i64,
     pub net: i64,
 }
+
+/// An `application/problem+json` refusal (`Problem`, RFC 9457): its standard members, and the
+/// problem-specific ones the tests read, each absent (`None`) unless the kind of problem has it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Problem {
+    /// `urn:frontrow:problem:<kind>`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// The seats a refusal is about (`unknown-seats`, `seats-unavailable`, `orphan-seat`,
+    /// `seats-in-sale`, `already-withheld`).
+    pub seats: Option<Vec<String>>,
+    /// Places left (`not-enough-places`, `zone-sold-out`).
+    pub available: Option<u32>,
+    /// `customer-limit`: the limit, and what the customer holds or owns.
+    pub max_seats_per_customer: Option<u32>,
+    pub seats_held_or_booked: Option<u32>,
+    /// `bad-withhold-size`.
+    pub max_seats: Option<u32>,
+    /// `accessible-too-few`.
+    pub min_seats: Option<u32>,
+    /// `queue-full`.
+    pub max_size: Option<u32>,
+    /// `already-withheld`: the label the seats are withheld under.
+    pub label: Option<String>,
+    /// `rate-limited`: which limit (`customer`, `address`, ...).
+    pub limit: Option<String>,
+}
+
+impl Problem {
+    /// [`Self::seats`], empty when absent.
+    pub fn seats(&self) -> Vec<&str> {
+        self.seats.iter().flatten().map(String::as_str).collect()
+    }
+}

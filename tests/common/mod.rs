@@ -450,12 +450,12 @@ pub async fn get_until<T: DeserializeOwned + Clone + std::fmt::Debug>(
 
 /// Checks that an answer is an `application/problem+json` of `status` and type `kind`; returns
 /// its body.
-pub async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Value {
+pub async fn problem(res: reqwest::Response, status: u16, kind: &str) -> Problem {
     assert_eq!(res.status(), status, "status");
     assert_eq!(res.headers()["content-type"], "application/problem+json");
-    let body: Value = res.json().await.unwrap();
-    assert_eq!(body["type"], format!("urn:frontrow:problem:{kind}"), "{body}");
-    assert_eq!(body["status"], status);
+    let body: Problem = typed(res.json().await.unwrap());
+    assert_eq!(body.kind, format!("urn:frontrow:problem:{kind}"), "{body:?}");
+    assert_eq!(body.status, status);
     body
 }
 

@@ -9,7 +9,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::*;
-use serde_json::Value;
 
 /// The config `deploy/local/balancer-config.sh PORT NODES` prints, from the function it calls
 /// (the script itself would install HAProxy first).
@@ -66,13 +65,10 @@ fn every_answer_of_the_balancer_itself_is_a_problem_of_its_status() {
         assert!(line.contains("content-type application/problem+json"), "{line}");
         assert!(line.contains("hdr Retry-After "), "{line}");
         let body = &line[line.find("string '").unwrap() + 8..line.len() - 1];
-        let problem: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{line}: {e}"));
-        assert_eq!(problem["status"], status, "{line}");
-        assert!(
-            problem["type"].as_str().unwrap().starts_with("urn:frontrow:problem:"),
-            "{line}"
-        );
-        assert!(!problem["detail"].as_str().unwrap().is_empty(), "{line}");
+        let problem: Problem = typed(serde_json::from_str(body).unwrap_or_else(|e| panic!("{line}: {e}")));
+        assert_eq!(problem.status, status, "{line}");
+        assert!(problem.kind.starts_with("urn:frontrow:problem:"), "{line}");
+        assert!(!problem.detail.is_empty(), "{line}");
         seen.push(status);
     }
     seen.sort_unstable();
@@ -118,7 +114,7 @@ async fn with_no_node_ready_the_balancer_answers_a_problem_not_an_html_page() {
     .await;
     assert_eq!(headers["content-type"], "application/problem+json");
     assert_eq!(headers["retry-after"], "1");
-    let problem: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(problem["type"], "urn:frontrow:problem:no-node-ready");
-    assert_eq!(problem["status"], 503);
+    let problem: Problem = typed(serde_json::from_str(&body).unwrap());
+    assert_eq!(problem.kind, "urn:frontrow:problem:no-node-ready");
+    assert_eq!(problem.status, 503);
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::{
-    AvailabilityMap, EventWritten, ORGANIZER_KEY, Reservation, TOKEN_SECRET, WEBHOOK_SECRET, answer, replay,
+    AvailabilityMap, EventWritten, ORGANIZER_KEY, Problem, Reservation, TOKEN_SECRET, WEBHOOK_SECRET, answer, replay,
     seat_letters, seats_lettered, send_typed, spawn_listening, typed, wait_until,
 };
 use frontrow_http::auth::Auth;
@@ -344,7 +344,11 @@ async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
     for t in tasks {
         match t.await.unwrap() {
             (201, body) => held += typed::<Reservation>(body).seats.len(),
-            (409, body) => assert_eq!(body["type"], "urn:frontrow:problem:customer-limit", "{body}"),
+            (409, body) => assert_eq!(
+                typed::<Problem>(body.clone()).kind,
+                "urn:frontrow:problem:customer-limit",
+                "{body}"
+            ),
             (status, body) => panic!("unexpected {status}: {body}"),
         }
     }

@@ -90,7 +90,7 @@ async fn race(app: TestApp) {
                 let position: frontrow_journal::Position = held.position.as_deref().unwrap().parse().unwrap();
                 last_position = last_position.max(Some(position));
             }
-            409 => assert_eq!(body["type"], "urn:frontrow:problem:seats-unavailable"),
+            409 => assert_eq!(typed::<Problem>(body).kind, "urn:frontrow:problem:seats-unavailable"),
             // Overload shedding is allowed; it must not have written anything (checked below).
             503 => {}
             other => panic!("unexpected status {other}: {body}"),

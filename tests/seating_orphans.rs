@@ -207,11 +207,12 @@ async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&
                 held = Some(typed::<Reservation>(res.json().await.unwrap()));
                 break;
             }
-            let refusal = res.json::<Value>().await.unwrap();
-            let kind = refusal["type"].as_str().unwrap_or_default();
+            let refusal: Problem = typed(res.json().await.unwrap());
             assert!(
-                area.full().iter().any(|k| kind == format!("urn:frontrow:problem:{k}")),
-                "{area:?}: {refusal}"
+                area.full()
+                    .iter()
+                    .any(|k| refusal.kind == format!("urn:frontrow:problem:{k}")),
+                "{area:?}: {refusal:?}"
             );
         }
         match held {

@@ -4,6 +4,11 @@
 //! ledger implementation only knows *how* to write an op set-wise in its dialect (PostgreSQL:
 //! one `INSERT ... SELECT FROM UNNEST` or `UPDATE ... FROM UNNEST` per op; SQLite: multi-row
 //! `VALUES`). No op ever becomes one statement per row.
+//!
+//! The projection builds typed rows: `ledger_table!` declares each table and its row struct
+//! together (fields = columns, in order) and `ledger_change!` each kind of update (the key
+//! columns, then the set ones), so a missing or misspelt column is a compile error. [`insert`]
+//! and [`update`] turn them into ops.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use uuid::Uuid;

@@ -121,6 +121,26 @@ impl fmt::Display for SeatId {
     }
 }
 
+/// A seat id equals its text form, `SECTION-ROW-NUMBER` as [`Display`](fmt::Display) writes it
+/// (so `A-1-07` is not `A-1-7`).
+impl PartialEq<str> for SeatId {
+    fn eq(&self, other: &str) -> bool {
+        let mut parts = other.split('-');
+        parts.next() == Some(self.section.as_str())
+            && parts.next() == Some(self.row.as_str())
+            && parts.next().is_some_and(|n| {
+                n.bytes().all(|b| b.is_ascii_digit()) && !n.starts_with('0') && n.parse() == Ok(self.number)
+            })
+            && parts.next().is_none()
+    }
+}
+
+impl PartialEq<&str> for SeatId {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
 impl Serialize for SeatId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -737,6 +757,25 @@ mod tests {
         assert_eq!(id.to_string(), "101-C-7");
         for bad in ["", "101-C", "101-C-0", "101-C-x", "a-C-1", "101-C-7-1", "101--7"] {
             assert!(bad.parse::<SeatId>().is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn a_seat_id_equals_its_text_form_only() {
+        let id: SeatId = "101-C-7".parse().unwrap();
+        assert_eq!(id, "101-C-7");
+        for other in [
+            "101-C-8",
+            "101-D-7",
+            "102-C-7",
+            "101-C-07",
+            "101-C-+7",
+            "101-C-7-1",
+            "101-C",
+            "",
+            "101-C-70",
+        ] {
+            assert_ne!(id, other, "{other}");
         }
     }
 

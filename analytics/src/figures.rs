@@ -25,11 +25,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, TimeZone, Utc};
 use frontrow_journal::Position;
-use frontrow_schema::seatmap::SeatLayout;
+use frontrow_schema::seatmap::{SeatLayout, SeatMap};
 use frontrow_schema::{
     Currency, Envelope, Event, EventId, EventScheduled, QueueEvent, ReleaseReason, ReservationId, SeatId, SeatStatus,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::replay::ReplayOptions;
 
@@ -37,7 +37,7 @@ use crate::replay::ReplayOptions;
 pub const TOP_HELD: usize = 20;
 
 /// Counts of facts in one second (or in total).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     pub reservations: u64,
     pub seats_reserved: u64,
@@ -67,7 +67,7 @@ impl Counts {
 }
 
 /// One second with activity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Second {
     /// The start of the UTC second.
     pub second: DateTime<Utc>,
@@ -78,7 +78,7 @@ pub struct Second {
 }
 
 /// Revenue of one section and price tier, in minor units.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RevenueLine {
     pub section: String,
     pub tier: String,
@@ -89,7 +89,7 @@ pub struct RevenueLine {
     pub net: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Revenue {
     pub currency: String,
     /// What the payment provider reported for the bookings counted.
@@ -101,7 +101,7 @@ pub struct Revenue {
     pub lines: Vec<RevenueLine>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimeToSellOut {
     pub sold_out_at: DateTime<Utc>,
     /// From the event's `onsale_at`.
@@ -110,7 +110,7 @@ pub struct TimeToSellOut {
     pub from_first_reservation_seconds: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Conversion {
     /// Reservations made in the range.
     pub reservations: u64,
@@ -122,7 +122,7 @@ pub struct Conversion {
     pub median_time_to_pay_seconds: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeldSeat {
     pub seat: String,
     pub holds: u64,
@@ -132,7 +132,7 @@ pub struct HeldSeat {
 ///
 /// A fan's wait runs from when the queue started moving for them — their join, or the onsale
 /// instant for a fan of the pre-queue (who joined before it) — to their admission.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueFigures {
     /// Fans who joined in the range, and of them before the onsale (the lottery's pre-queue).
     pub joins: u64,
@@ -159,7 +159,7 @@ pub struct QueueFigures {
 const WAIT_BUCKETS: [f64; 10] = [1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0];
 
 /// Everything the replay found out about one event.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventReport {
     pub event_id: EventId,
     pub title: String,
@@ -185,11 +185,19 @@ pub struct EventReport {
     /// Seconds with activity, in order.
     pub per_second: Vec<Second>,
     /// For the report's seat map: the layout, and per seat index the second it was sold in (by
-    /// the booking that holds it at the end), if it is sold.
-    #[serde(skip)]
+    /// the booking that holds it at the end), if it is sold. Not in the JSON: a report read
+    /// back has an empty layout.
+    #[serde(skip, default = "no_layout")]
     pub layout: SeatLayout,
     #[serde(skip)]
     pub sold_at: Vec<Option<DateTime<Utc>>>,
+}
+
+fn no_layout() -> SeatLayout {
+    SeatLayout::new(SeatMap {
+        tiers: Vec::new(),
+        sections: Vec::new(),
+    })
 }
 
 struct Hold {

@@ -42,7 +42,7 @@ pub struct Progress {
 }
 
 /// What a finished replay read.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Coverage {
     /// Records read (every key) and records decoded (the chosen event's).
     pub records_read: u64,

@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use frontrow_journal::Journal;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::figures::{EventReport, Figures};
 use crate::replay::{Coverage, Progress, ReplayOptions, end_offsets, replay_partition};
 
 /// The report of one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub generated_at: DateTime<Utc>,
     pub from: Option<DateTime<Utc>>,

@@ -1,20 +1,22 @@
 //! What the write side answers about a reservation, in the API's words.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use frontrow_schema::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::{EventState, Reservation, ReservationStatus, TicketStatus};
 
 /// A reservation as its customer sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ReservationView {
     pub reservation_id: ReservationId,
     pub event_id: EventId,
     /// `held`, `booked`, `released`, `expired`, `payment_failed` or `refunded`.
-    #[schema(example = "held")]
-    pub status: &'static str,
+    #[schema(value_type = String, example = "held")]
+    pub status: Cow<'static, str>,
     pub seats: Vec<SeatId>,
     /// The price of the seats: what the payment must be.
     pub amount: Money,
@@ -28,7 +30,7 @@ pub struct ReservationView {
     pub refunds: Vec<RefundView>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RefundView {
     pub payment_intent: String,
     pub amount: Money,
@@ -50,7 +52,7 @@ impl ReservationView {
         Self {
             reservation_id: r.id,
             event_id: state.event_id(),
-            status: status_name(r.status),
+            status: status_name(r.status).into(),
             seats: state.seat_ids(&r.seats),
             amount: r.amount,
             hold_until: r.hold_until,
@@ -70,14 +72,14 @@ impl ReservationView {
 }
 
 /// A fan's place in an event's waiting room, as the writer knows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct QueueTicketView {
     pub event_id: EventId,
     /// The queue number: the same for every retry of a join.
     pub ticket: u64,
     /// `waiting`, `admitted`, `spent`, `lapsed`, `left` or `sold_out`.
-    #[schema(example = "waiting")]
-    pub status: &'static str,
+    #[schema(value_type = String, example = "waiting")]
+    pub status: Cow<'static, str>,
     /// On the waiting list of a sold-out event rather than in the queue.
     pub waitlist: bool,
     /// Until when the admission lasts, once admitted.
@@ -91,7 +93,7 @@ impl QueueTicketView {
         Some(Self {
             event_id: state.event_id(),
             ticket,
-            status: t.status.name(),
+            status: t.status.name().into(),
             waitlist: t.waitlist,
             admitted_until: match t.status {
                 TicketStatus::Admitted { expires_at } => Some(expires_at),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use frontrow_schema::{CustomerId, EventId, ReservationId, SeatId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -105,7 +105,7 @@ pub trait Ledger: Send + Sync + 'static {
 }
 
 /// Whether a booking still stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BookingStatus {
     Booked,
@@ -114,7 +114,7 @@ pub enum BookingStatus {
 }
 
 /// One of a customer's bookings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct CustomerBooking {
     #[schema(value_type = String, format = Uuid)]
     pub reservation_id: Uuid,
@@ -136,14 +136,14 @@ pub struct CustomerBooking {
 }
 
 /// A customer's bookings, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CustomerBookings {
     pub customer: String,
     pub bookings: Vec<CustomerBooking>,
 }
 
 /// Sales of one section and price tier (or of the whole event, with both empty).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SalesLine {
     pub section: Option<String>,
     pub tier: Option<String>,
@@ -173,7 +173,7 @@ pub struct SalesLine {
 }
 
 /// An event's sales for its organizer.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EventSales {
     #[schema(value_type = String, format = Uuid)]
     pub event_id: Uuid,
@@ -187,7 +187,7 @@ pub struct EventSales {
 }
 
 /// One thing that happened to a seat.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SeatHistoryEntry {
     /// The record's sequence within the event's stream.
     pub sequence: i64,
@@ -200,7 +200,7 @@ pub struct SeatHistoryEntry {
 }
 
 /// A seat and everything that happened to it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SeatHistory {
     #[schema(value_type = String, format = Uuid)]
     pub event_id: Uuid,

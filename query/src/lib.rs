@@ -28,5 +28,5 @@ pub use api::{QueryApi, router, router_with_streams};
 pub use catalog::Catalog;
 pub use views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus,
-    SectionAvailability,
+    SectionAvailability, ZoneAvailability,
 };

@@ -26,6 +26,7 @@
 //! that falls more than [`DELTA_BACKLOG`] batches behind is disconnected (it resumes from the
 //! journal); queue statuses coalesce, a slow client only ever gets the newest.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -46,7 +47,7 @@ use frontrow_schema::partition::partition_of;
 use frontrow_schema::seatmap::STANDING_ROW;
 use frontrow_schema::{CustomerId, EventId, SeatId, SectionCode};
 use futures::{Stream, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use utoipa::ToSchema;
 use utoipa::openapi::schema::ObjectBuilder;
@@ -65,14 +66,14 @@ const MAX_POSITION_CHARS: usize = 31;
 pub const MAX_REPLAY: usize = 100_000;
 
 /// A fan's place in an event's waiting room.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct QueueStatus {
     pub event_id: EventId,
     /// The fan's queue number.
     pub ticket: u64,
     /// `waiting`, `admitted`, `spent`, `lapsed`, `left` or `sold_out`.
-    #[schema(example = "waiting")]
-    pub status: &'static str,
+    #[schema(value_type = String, example = "waiting")]
+    pub status: Cow<'static, str>,
     /// On the waiting list of a sold-out event.
     pub waitlist: bool,
     /// Joined before the onsale: the place is drawn by lottery at the onsale instant.
@@ -113,7 +114,7 @@ fn queue_status(
         QueueStatus {
             event_id,
             ticket: s.ticket,
-            status: s.status.name(),
+            status: s.status.name().into(),
             waitlist: s.waitlist,
             awaiting_lottery: s.awaiting_lottery,
             position: s.ahead.map(|a| a + 1),
@@ -163,13 +164,13 @@ frontrow_http::problems! {
 }
 
 /// The `data` of a `seat` event: these seats now have this status.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct SeatData<'a> {
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SeatData<'a> {
     #[schema(value_type = Vec<String>, example = json!(["101-C-7", "101-C-8"]))]
-    seats: &'a [SeatId],
+    pub seats: Cow<'a, [SeatId]>,
     /// `held`, `booked`, `available` or `withheld` (kept out of the sale by the organizer).
     #[schema(value_type = String, pattern = "^(held|booked|available|withheld)$")]
-    status: &'static str,
+    pub status: Cow<'static, str>,
 }
 
 /// The status stream's 200: `status` events, each a [`QueueStatus`].
@@ -406,8 +407,8 @@ fn delta_event(d: &SeatDelta) -> SseEvent {
     match &d.change {
         SeatChange::Seats { seats, status } => {
             let data = serde_json::to_string(&SeatData {
-                seats,
-                status: status.as_str(),
+                seats: Cow::Borrowed(seats),
+                status: Cow::Borrowed(status.as_str()),
             })
             .expect("seat delta serialises");
             event.event("seat").data(data)

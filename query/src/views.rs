@@ -4,17 +4,19 @@
 //! deliberately compact: one status letter per seat in a string per row, so a 50,000-seat venue
 //! is about 100 KB instead of a 50,000-element array of objects.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use frontrow_schema::seatmap::RowName;
 use frontrow_schema::{Currency, EventId, SeatAttributes, SeatMap, SectionCode, TierCode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// Where one seat stands (the contract's, shown here as one letter per seat).
 pub use frontrow_schema::SeatStatus;
 
 /// How many seats are in each state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 pub struct SeatCounts {
     pub total: u32,
     pub available: u32,
@@ -52,33 +54,34 @@ impl SeatCounts {
 }
 
 /// What each letter of a row's `seats` string means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+// `Cow` so that a client can read it back; the server's are always borrowed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Legend {
     #[serde(rename = "A")]
     #[schema(example = "available")]
-    pub available: &'static str,
+    pub available: Cow<'static, str>,
     #[serde(rename = "H")]
     #[schema(example = "held")]
-    pub held: &'static str,
+    pub held: Cow<'static, str>,
     #[serde(rename = "B")]
     #[schema(example = "booked")]
-    pub booked: &'static str,
+    pub booked: Cow<'static, str>,
     #[serde(rename = "W")]
     #[schema(example = "withheld")]
-    pub withheld: &'static str,
+    pub withheld: Cow<'static, str>,
 }
 
 impl Legend {
     pub const SEATS: Legend = Legend {
-        available: SeatStatus::Available.as_str(),
-        held: SeatStatus::Held.as_str(),
-        booked: SeatStatus::Booked.as_str(),
-        withheld: SeatStatus::Withheld.as_str(),
+        available: Cow::Borrowed(SeatStatus::Available.as_str()),
+        held: Cow::Borrowed(SeatStatus::Held.as_str()),
+        booked: Cow::Borrowed(SeatStatus::Booked.as_str()),
+        withheld: Cow::Borrowed(SeatStatus::Withheld.as_str()),
     };
 }
 
 /// The live seat map of one event: counts, and one letter per seat.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AvailabilityMap {
     pub event_id: EventId,
     /// The log position (`PARTITION:OFFSET`) of the last change to this event; the `ETag` is
@@ -91,7 +94,7 @@ pub struct AvailabilityMap {
     pub sections: Vec<SectionAvailability>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SectionAvailability {
     pub code: SectionCode,
     pub name: String,
@@ -108,7 +111,7 @@ pub struct SectionAvailability {
 
 /// How many places of a standing zone are in each state; they add up to `capacity`
 /// (`withheld` counted as 0 when absent).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ZoneAvailability {
     #[schema(value_type = String, example = "FLOOR")]
     pub zone: SectionCode,
@@ -130,7 +133,7 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RowAvailability {
     pub name: RowName,
     pub tier: TierCode,
@@ -146,7 +149,7 @@ pub struct RowAvailability {
 }
 
 /// One event in the list of events.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct EventSummary {
     pub event_id: EventId,
     pub title: String,
@@ -160,13 +163,13 @@ pub struct EventSummary {
 }
 
 /// Every known event, soonest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct EventList {
     pub events: Vec<EventSummary>,
 }
 
 /// One event with its seat map.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct EventDetails {
     /// What the list of events says of it.
     #[serde(flatten)]

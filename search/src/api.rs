@@ -95,7 +95,7 @@ pub struct SearchParams {
 }
 
 /// One page of search results.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SearchResponse {
     /// The query as understood: its words, lowercased, accents removed.
     pub query: String,
@@ -112,7 +112,7 @@ pub struct SearchResponse {
 }
 
 /// One event found.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SearchHit {
     #[serde(flatten)]
     pub listing: Listing,
@@ -127,7 +127,7 @@ pub struct SearchHit {
 }
 
 /// The cheapest and dearest ticket, in minor units.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PriceRange {
     pub min: i64,
     pub max: i64,

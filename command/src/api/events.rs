@@ -65,7 +65,7 @@ fn default_max_seats() -> u8 {
 }
 
 /// An event written to the log.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EventWritten {
     pub event_id: EventId,
     /// Log position of the write (`partition:offset`), for `?after=` on reads.

@@ -30,6 +30,11 @@ use crate::payments::Simulator;
 use crate::writer::{CommandError, Meta, Outcome, Request, Writers};
 
 pub use demo::DemoTokenRequest;
+/// The answers of the write API, also for clients that read them back.
+pub use events::EventWritten;
+pub use queue::{QueueOpenedResponse, QueueTicketResponse};
+pub use reservations::ReservationResponse;
+pub use webhooks::WebhookAnswer;
 
 /// What the command handlers share.
 #[derive(Clone)]

@@ -40,7 +40,7 @@ fn default_admission_secs() -> u32 {
 
 /// The waiting room's settings as recorded. (Not a flattened [`QueueConfig`]: that schema
 /// allows no other members, as the request refuses unknown fields.)
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct QueueOpenedResponse {
     pub event_id: EventId,
     pub max_size: Option<u32>,
@@ -51,7 +51,7 @@ pub struct QueueOpenedResponse {
 }
 
 /// A fan's ticket, and their admission token once let in.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct QueueTicketResponse {
     #[serde(flatten)]
     pub ticket: QueueTicketView,

@@ -54,7 +54,7 @@ pub struct BestAvailable {
 }
 
 /// A reservation and the log position of the write that made or changed it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ReservationResponse {
     #[serde(flatten)]
     pub reservation: ReservationView,

@@ -4,11 +4,13 @@
 //! The provider event id is then applied at most once, forever: it is recorded in the log with
 //! the booking, refund or failure it caused, and a repeated delivery answers `duplicate`.
 
+use std::borrow::Cow;
+
 use axum::extract::State;
 use axum::http::HeaderMap;
 use frontrow_http::{ApiBytes, Problem};
 use frontrow_schema::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{CommandState, send_command};
@@ -16,15 +18,16 @@ use crate::domain::Command;
 use crate::payments::{self, ProviderEvent};
 
 /// What FrontRow did with a delivery.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WebhookAnswer {
     pub received: bool,
     /// `booked`, `refunded`, `payment_failed`, `duplicate` (already applied) or `ignored`
     /// (an event type FrontRow does not act on).
-    #[schema(example = "booked")]
-    pub outcome: &'static str,
+    #[schema(value_type = String, example = "booked")]
+    pub outcome: Cow<'static, str>,
     /// The reservation's status after this delivery.
-    pub reservation_status: Option<&'static str>,
+    #[schema(value_type = Option<String>)]
+    pub reservation_status: Option<Cow<'static, str>>,
 }
 
 frontrow_http::problems! {
@@ -71,7 +74,7 @@ pub(super) async fn payment_webhook(
             tracing::debug!(kind = other, id = %event.id, "webhook event type ignored");
             return Ok(axum::Json(WebhookAnswer {
                 received: true,
-                outcome: "ignored",
+                outcome: "ignored".into(),
                 reservation_status: None,
             }));
         }
@@ -126,7 +129,7 @@ pub(super) async fn payment_webhook(
     tracing::info!(provider_event = %event.id, %reservation_id, outcome = answer, "payment webhook applied");
     Ok(axum::Json(WebhookAnswer {
         received: true,
-        outcome: answer,
+        outcome: answer.into(),
         reservation_status: outcome.reservation.map(|r| r.status),
     }))
 }

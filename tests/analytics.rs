@@ -7,8 +7,8 @@ mod common;
 
 use chrono::Duration;
 use common::{
-    AS_ORGANIZER, AnalyticsReport, AvailabilityMap, ORGANIZER_KEY, OTHER_ORGANIZER_KEY, SeatHistory, TestApp,
-    analytics_cli, history_kinds, typed,
+    AS_ORGANIZER, AvailabilityMap, ORGANIZER_KEY, OTHER_ORGANIZER_KEY, Report, SeatHistory, TestApp, analytics_cli,
+    history_kinds, typed,
 };
 use serde_json::Value;
 
@@ -23,14 +23,14 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
     // Raw: the CLI's past map and `?at=` must equal it to the byte, fields and all.
     let after_booking = app.availability_json(event, None).await;
     let b = app.reserve_seats_ok("bob", event, &["A-1-3", "B-1-1"]).await;
-    let brid = &b.reservation_id;
+    let brid = &b.reservation.reservation_id;
     let res = app
         .post_as("bob", &format!("/events/{event}/reservations/{brid}/release"))
         .await;
     assert_eq!(res.status(), 200);
     let c = app.reserve_seats_ok("carol", event, &["B-1-1"]).await;
     app.clock.advance(Duration::minutes(11));
-    let crid = &c.reservation_id;
+    let crid = &c.reservation.reservation_id;
     app.reservation_until("carol", event, crid, "expired").await;
 
     // The seat history: the route reads the log, so it answers at once and equals the CLI's.
@@ -104,7 +104,7 @@ async fn the_cli_reads_a_live_log_and_agrees_with_the_server() {
         &["--event", &event.to_string(), "--out", out.path().to_str().unwrap()],
     );
     assert_eq!(String::from_utf8_lossy(&printed.stdout).lines().count(), 3);
-    let report: AnalyticsReport =
+    let report: Report =
         typed(serde_json::from_slice(&std::fs::read(out.path().join("report.json")).unwrap()).unwrap());
     let e = &report.events[0];
     assert_eq!(e.event_id, event);

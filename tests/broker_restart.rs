@@ -91,7 +91,7 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
         .flat_map(|r| (1..=10).map(move |n| format!("A-{r}-{n}")))
         .collect();
 
-    let acked: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+    let acked: Arc<Mutex<HashMap<String, ReservationId>>> = Arc::default();
     let statuses: Arc<Mutex<Vec<u16>>> = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let load = {
@@ -113,8 +113,8 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
                 statuses.lock().unwrap().push(status);
                 match status {
                     201 => {
-                        let held: Reservation = typed(res.json().await.unwrap());
-                        acked.lock().unwrap().insert(fan, held.reservation_id);
+                        let held: ReservationResponse = typed(res.json().await.unwrap());
+                        acked.lock().unwrap().insert(fan, held.reservation.reservation_id);
                         i += 1;
                     }
                     503 => tokio::time::sleep(Duration::from_millis(200)).await,
@@ -160,11 +160,11 @@ async fn a_broker_restart_loses_nothing_acknowledged_and_service_resumes() {
         (*status == 201).then(|| body.clone())
     })
     .await;
-    let resumed: Reservation = typed(resumed);
+    let resumed: ReservationResponse = typed(resumed);
     acked
         .lock()
         .unwrap()
-        .insert("after-restart".into(), resumed.reservation_id);
+        .insert("after-restart".into(), resumed.reservation.reservation_id);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     load.await.unwrap();
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::{
-    AvailabilityMap, EventWritten, ORGANIZER_KEY, Problem, Reservation, TOKEN_SECRET, WEBHOOK_SECRET, answer, replay,
-    seat_letters, seats_lettered, send_typed, spawn_listening, typed, wait_until,
+    AvailabilityMap, EventWritten, ORGANIZER_KEY, Problem, ReservationResponse, TOKEN_SECRET, WEBHOOK_SECRET, answer,
+    replay, seat_letters, seats_lettered, send_typed, spawn_listening, typed, wait_until,
 };
 use frontrow_http::auth::Auth;
 use frontrow_journal::{KafkaJournal, KafkaSettings};
@@ -236,10 +236,10 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         let (status, fan, body) = t.await.unwrap();
         match status {
             201 => {
-                let held: Reservation = typed(body);
-                for seat in held.seats {
-                    let rid = held.reservation_id.clone();
-                    assert!(won.insert(seat, (fan.clone(), rid)).is_none());
+                let held: ReservationResponse = typed(body);
+                for seat in held.reservation.seats {
+                    let rid = held.reservation.reservation_id;
+                    assert!(won.insert(seat.to_string(), (fan.clone(), rid)).is_none());
                 }
                 let p: frontrow_journal::Position = held.position.as_deref().unwrap().parse().unwrap();
                 last = last.max(Some(p));
@@ -283,7 +283,12 @@ async fn two_command_nodes_and_a_query_node_never_sell_a_seat_twice() {
         let url = format!("{}/events/{event}/reservations/{rid}", b.base);
         let res = until_served(|| client.get(&url).bearer_auth(token(fan)), SERVED).await;
         assert_eq!(res.status(), 200, "acknowledged reservation {rid} lost in the failover");
-        assert_eq!(typed::<Reservation>(res.json().await.unwrap()).status, "held");
+        assert_eq!(
+            typed::<ReservationResponse>(res.json().await.unwrap())
+                .reservation
+                .status,
+            "held"
+        );
         if n == 0 {
             // A figure, not a check (retries are 200 ms apart): see "Running at scale".
             eprintln!(
@@ -343,7 +348,7 @@ async fn one_customer_through_two_command_nodes_holds_at_most_the_limit() {
     let mut held = 0;
     for t in tasks {
         match t.await.unwrap() {
-            (201, body) => held += typed::<Reservation>(body).seats.len(),
+            (201, body) => held += typed::<ReservationResponse>(body).reservation.seats.len(),
             (409, body) => assert_eq!(
                 typed::<Problem>(body.clone()).kind,
                 "urn:frontrow:problem:customer-limit",

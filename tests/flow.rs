@@ -13,34 +13,34 @@ async fn create_reserve_pay_booked() {
 
     let res = app.reserve_seats("alice", event, &["A-1-4", "A-1-5"]).await;
     let position = position(&res);
-    let held: Reservation = answer(res, 201).await;
-    assert_eq!(held.status, "held");
-    assert_eq!(held.amount, Money::eur(20000));
+    let held: ReservationResponse = answer(res, 201).await;
+    assert_eq!(held.reservation.status, "held");
+    assert_eq!(held.reservation.amount, eur(20000));
     assert_eq!(held.position.as_deref(), Some(position.as_str()));
-    let rid = held.reservation_id;
+    let rid = held.reservation.reservation_id;
 
     // Read your own write: the map shows the hold once the position is visible.
     let map = app.availability(event, Some(&position)).await;
     assert_eq!(map.seats.held, 2);
     assert_eq!(seat_letters(&map)["A-1-4"], 'H');
 
-    let paid = app.payment_event("payment_intent.succeeded", "evt_ok", event, &rid, 20000);
+    let paid = app.payment_event("payment_intent.succeeded", "evt_ok", event, rid, 20000);
     let answer: WebhookAnswer = ok(app.webhook(&paid).await).await;
     assert_eq!(answer.outcome, "booked");
     assert_eq!(answer.reservation_status.as_deref(), Some("booked"));
 
     let path = format!("/events/{event}/reservations/{rid}");
-    let booked: Reservation = ok(app.get_as("alice", &path).await).await;
-    assert_eq!(booked.status, "booked");
-    assert_eq!(booked.payment_intent.as_deref(), Some("pi_evt_ok"));
+    let booked: ReservationResponse = ok(app.get_as("alice", &path).await).await;
+    assert_eq!(booked.reservation.status, "booked");
+    assert_eq!(booked.reservation.payment_intent.as_deref(), Some("pi_evt_ok"));
     let map = app.availability(event, booked.position.as_deref()).await;
     assert_eq!(map.seats.booked, 2);
     assert_eq!(map.seats.held, 0);
 
     // Cancelling the booking refunds it and frees the seats for the next fan.
-    let cancelled: Reservation = ok(app.post_as("alice", &format!("{path}/cancel")).await).await;
-    assert_eq!(cancelled.status, "refunded");
-    assert_eq!(cancelled.refunds[0].reason, "booking_cancelled");
+    let cancelled: ReservationResponse = ok(app.post_as("alice", &format!("{path}/cancel")).await).await;
+    assert_eq!(cancelled.reservation.status, "refunded");
+    assert_eq!(cancelled.reservation.refunds[0].reason, RefundReason::BookingCancelled);
     let res = app.reserve_seats("bob", event, &["A-1-4"]).await;
     assert_eq!(res.status(), 201);
     app.stop().await;
@@ -71,7 +71,7 @@ async fn a_keyed_demo_payment_retried_delivers_the_same_payment() {
     assert_eq!(retry.outcome, "duplicate", "the same provider event, applied once");
     assert_eq!(retry.reservation_status.as_deref(), Some("booked"));
     let booked = app.reservation("alice", event, &rid).await;
-    assert!(booked.refunds.is_empty(), "no refund: {booked:?}");
+    assert!(booked.reservation.refunds.is_empty(), "no refund: {booked:?}");
     // Another key is another charge, which a booked reservation gives back.
     let second: WebhookAnswer = ok(pay("pay-2").await).await;
     assert_eq!(second.outcome, "refunded");
@@ -84,7 +84,7 @@ async fn a_hold_expires_at_its_deadline_and_the_seats_return() {
     let (app, event, rid) = TestApp::spawn_holding("alice", &["A-2-1", "A-2-2"]).await;
 
     app.clock.advance(Duration::minutes(9));
-    assert_eq!(app.reservation("alice", event, &rid).await.status, "held");
+    assert_eq!(app.reservation("alice", event, &rid).await.reservation.status, "held");
 
     app.clock.advance(Duration::minutes(1) + Duration::seconds(1));
     // The writer's timer fires on the clock jump; poll briefly for the expiry to be recorded.
@@ -97,10 +97,18 @@ async fn a_hold_expires_at_its_deadline_and_the_seats_return() {
 #[tokio::test]
 async fn late_payments_book_if_free_and_refund_otherwise() {
     let (app, event) = TestApp::spawn_with_event().await;
-    let a = app.reserve_seats_ok("alice", event, &["A-1-1"]).await.reservation_id;
+    let a = app
+        .reserve_seats_ok("alice", event, &["A-1-1"])
+        .await
+        .reservation
+        .reservation_id;
     // Bob's seat starts its own row, so taking it again leaves no seat alone (the no-orphan rule).
-    let b = app.reserve_seats_ok("bob", event, &["A-2-1"]).await.reservation_id;
-    let (a, b) = (a.as_str(), b.as_str());
+    let b = app
+        .reserve_seats_ok("bob", event, &["A-2-1"])
+        .await
+        .reservation
+        .reservation_id;
+    let (a, b) = (&a, &b);
     app.clock.advance(Duration::minutes(11));
     // Wait until both holds have expired.
     for (owner, rid) in [("alice", a), ("bob", b)] {
@@ -111,11 +119,14 @@ async fn late_payments_book_if_free_and_refund_otherwise() {
 
     let answer = app.pay(event, "evt_late_a", a, 10000).await;
     assert_eq!(answer.outcome, "booked", "seat still free: the late payment books it");
-    assert!(app.reservation("alice", event, a).await.late_payment);
+    assert!(app.reservation("alice", event, a).await.reservation.late_payment);
 
     let answer = app.pay(event, "evt_late_b", b, 10000).await;
     assert_eq!(answer.outcome, "refunded", "seat taken: the late payment is refunded");
-    assert_eq!(app.reservation("bob", event, b).await.refunds[0].reason, "seats_taken");
+    assert_eq!(
+        app.reservation("bob", event, b).await.reservation.refunds[0].reason,
+        RefundReason::SeatsTaken
+    );
     app.stop().await;
 }
 
@@ -134,7 +145,7 @@ async fn duplicate_webhooks_apply_once() {
     );
 
     // A failure reported for a booked reservation is recorded but frees nothing.
-    let failed = app.payment_event("payment_intent.payment_failed", "evt_fail_late", event, &rid, 10000);
+    let failed = app.payment_event("payment_intent.payment_failed", "evt_fail_late", event, rid, 10000);
     let answer: WebhookAnswer = typed(app.webhook(&failed).await.json().await.unwrap());
     assert_eq!(answer.outcome, "payment_failed");
     assert_eq!(answer.reservation_status.as_deref(), Some("booked"));
@@ -147,7 +158,7 @@ async fn duplicate_webhooks_apply_once() {
 #[tokio::test]
 async fn a_failed_payment_releases_the_hold() {
     let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1"]).await;
-    let failed = app.payment_event("payment_intent.payment_failed", "evt_f", event, &rid, 10000);
+    let failed = app.payment_event("payment_intent.payment_failed", "evt_f", event, rid, 10000);
     let answer: WebhookAnswer = typed(app.webhook(&failed).await.json().await.unwrap());
     assert_eq!(answer.outcome, "payment_failed");
     assert_eq!(answer.reservation_status.as_deref(), Some("payment_failed"));
@@ -158,7 +169,7 @@ async fn a_failed_payment_releases_the_hold() {
 #[tokio::test]
 async fn webhook_signatures_are_checked() {
     let (app, event, rid) = TestApp::spawn_holding("alice", &["A-1-1"]).await;
-    let delivery = app.payment_event("payment_intent.succeeded", "evt_sig", event, &rid, 10000);
+    let delivery = app.payment_event("payment_intent.succeeded", "evt_sig", event, rid, 10000);
     let now = app.now().timestamp();
 
     for (secret, at) in [("whsec_wrong", now), (WEBHOOK_SECRET, now - 301)] {
@@ -167,15 +178,12 @@ async fn webhook_signatures_are_checked() {
     let unsigned = send(app.client.post(app.url("/webhooks/payments")).json(&delivery)).await;
     problem(unsigned, 400, "bad-signature").await;
     // None of those changed anything: the seat is still only held.
-    assert_eq!(app.reservation("alice", event, &rid).await.status, "held");
+    assert_eq!(app.reservation("alice", event, &rid).await.reservation.status, "held");
     // A correctly signed delivery replayed within the tolerance is a duplicate, not a second booking.
     let signed_at = |at: i64| app.webhook_signed(&delivery, WEBHOOK_SECRET, at);
     let first: WebhookAnswer = typed(signed_at(now - 10).await.json().await.unwrap());
     let replayed: WebhookAnswer = typed(signed_at(now - 5).await.json().await.unwrap());
-    assert_eq!(
-        (first.outcome.as_str(), replayed.outcome.as_str()),
-        ("booked", "duplicate")
-    );
+    assert_eq!((&*first.outcome, &*replayed.outcome), ("booked", "duplicate"));
     app.stop().await;
 }
 
@@ -183,11 +191,11 @@ async fn webhook_signatures_are_checked() {
 async fn retried_commands_answer_the_same_and_apply_once() {
     let (app, event) = TestApp::spawn_with_event().await;
     let body = json!({"best_available": {"section": "A", "count": 3}});
-    let first: Reservation = answer(app.reserve("alice", event, "retry-1", body.clone()).await, 201).await;
-    let second: Reservation = answer(app.reserve("alice", event, "retry-1", body.clone()).await, 201).await;
-    assert_eq!(first.reservation_id, second.reservation_id);
-    assert_eq!(first.seats, second.seats);
-    assert_eq!(first.hold_until, second.hold_until);
+    let first: ReservationResponse = answer(app.reserve("alice", event, "retry-1", body.clone()).await, 201).await;
+    let second: ReservationResponse = answer(app.reserve("alice", event, "retry-1", body.clone()).await, 201).await;
+    assert_eq!(first.reservation.reservation_id, second.reservation.reservation_id);
+    assert_eq!(first.reservation.seats, second.reservation.seats);
+    assert_eq!(first.reservation.hold_until, second.reservation.hold_until);
     let map = app.availability(event, second.position.as_deref()).await;
     assert_eq!(map.seats.held, 3, "the retry held nothing more");
 
@@ -213,11 +221,11 @@ async fn retried_commands_answer_the_same_and_apply_once() {
     };
     assert_eq!(create("create-1").await, create("create-1").await);
     // Releasing twice is harmless.
-    let rid = &first.reservation_id;
+    let rid = &first.reservation.reservation_id;
     let path = format!("/events/{event}/reservations/{rid}/release");
     assert_eq!(app.post_as("alice", &path).await.status(), 200);
-    let again: Reservation = typed(app.post_as("alice", &path).await.json().await.unwrap());
-    assert_eq!(again.status, "released");
+    let again: ReservationResponse = typed(app.post_as("alice", &path).await.json().await.unwrap());
+    assert_eq!(again.reservation.status, "released");
     app.stop().await;
 }
 
@@ -231,7 +239,7 @@ async fn customers_see_and_touch_only_their_own_reservations() {
     problem(app.get(&path).await, 401, "unauthorized").await;
     let res = app.get_with(&path, ("authorization", "Bearer not.a.token")).await;
     problem(res, 401, "unauthorized").await;
-    assert_eq!(app.reservation("alice", event, &rid).await.status, "held");
+    assert_eq!(app.reservation("alice", event, &rid).await.reservation.status, "held");
     app.stop().await;
 }
 
@@ -451,7 +459,7 @@ async fn created_events_become_searchable_and_sold_out_ones_leave_the_available_
     body["seat_map"] = json!({"tiers": [{"code": "STD", "name": "Standard", "price": 5000}],
         "sections": [{"code": "A", "name": "Stalls", "rows": [{"name": "1", "seats": 2, "tier": "STD"}]}]});
     let event = app.create_event_from(&body).await;
-    let has_event = |v: &SearchPage| v.has(event);
+    let has_event = |v: &SearchResponse| has_hit(v, event);
     // A typo still finds the artist, and so do the organizer's aliases.
     search_until(&app, "q=mariane%20vortexa", has_event).await;
     search_until(&app, "q=mvx", has_event).await;
@@ -475,19 +483,22 @@ async fn the_ledger_follows_the_flow_bookings_sales_and_seat_history() {
     assert_eq!(app.pay(event, "evt_ledger", &rid, 20000).await.outcome, "booked");
     let expired = app.reserve_seats_ok("bob", event, &["B-1-1"]).await;
     app.clock.advance(Duration::minutes(11));
-    let expired = &expired.reservation_id;
+    let expired = &expired.reservation.reservation_id;
     app.reservation_until("bob", event, expired, "expired").await;
 
     let alice = format!("Bearer {}", app.token("alice"));
-    let mine = get_until(&app, "/me/bookings", ("authorization", &alice), |v: &Bookings| {
-        !v.bookings.is_empty()
-    })
+    let mine = get_until(
+        &app,
+        "/me/bookings",
+        ("authorization", &alice),
+        |v: &CustomerBookings| !v.bookings.is_empty(),
+    )
     .await;
-    assert_eq!(mine.bookings[0].reservation_id, rid);
+    assert_eq!(mine.bookings[0].reservation_id, rid.as_uuid());
     assert_eq!(mine.bookings[0].amount, 20000);
 
     let sales_path = format!("/events/{event}/sales");
-    let sales = get_until(&app, &sales_path, AS_ORGANIZER, |v: &Sales| v.total.expired == 1).await;
+    let sales = get_until(&app, &sales_path, AS_ORGANIZER, |v: &EventSales| v.total.expired == 1).await;
     assert_eq!(sales.total.booked, 2);
     assert_eq!(sales.total.revenue, 20000);
     assert_eq!(sales.total.revenue, sales.total.booked_value);

@@ -54,7 +54,12 @@ async fn one_customer_floods(app: &TestApp, event: frontrow_schema::EventId, req
     for t in tasks {
         let (status, res) = t.await.unwrap();
         match status {
-            201 => held += typed::<Reservation>(res.json().await.unwrap()).seats.len(),
+            201 => {
+                held += typed::<ReservationResponse>(res.json().await.unwrap())
+                    .reservation
+                    .seats
+                    .len()
+            }
             409 => refused.push(problem(res, 409, "customer-limit").await),
             other => panic!("unexpected {other}: {}", res.text().await.unwrap()),
         }

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{AS_ORGANIZER, Sales, TestApp, typed, wait_until};
+use common::{AS_ORGANIZER, EventSales, TestApp, typed, wait_until};
 use futures::future::join_all;
 use serde_json::Value;
 
@@ -108,7 +108,7 @@ async fn metrics_after_an_onsale_match_the_clients_and_the_ledger() {
     let ledger_held = || async {
         let res = app.get_with(&sales, AS_ORGANIZER).await;
         if res.status() == 200 {
-            typed::<Sales>(res.json().await.unwrap()).total.held
+            typed::<EventSales>(res.json().await.unwrap()).total.held
         } else {
             -1
         }

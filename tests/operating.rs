@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Read;
 
-use common::{Reservation, TestApp, typed};
+use common::{ReservationResponse, TestApp, typed};
 use frontrow_schema::decode;
 use serde_json::{Value, json};
 
@@ -47,7 +47,7 @@ async fn a_request_id_is_echoed_and_becomes_the_correlation_id() {
         .unwrap();
     assert_eq!(res.status(), 201);
     assert_eq!(res.headers()["x-request-id"], id.to_string().as_str());
-    let held: Reservation = typed(res.json().await.unwrap());
+    let held: ReservationResponse = typed(res.json().await.unwrap());
     let position: frontrow_journal::Position = held.position.as_deref().unwrap().parse().unwrap();
     let batch = app.journal.read(position.partition, position.offset, 1).await.unwrap();
     let envelope = decode(&batch.records[0].value).unwrap();

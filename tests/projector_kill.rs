@@ -87,9 +87,13 @@ async fn a_projector_killed_mid_batch_resumes_to_the_same_ledger_as_a_fresh_repl
             })
             .collect();
         for (fan, seat) in tasks {
-            let rid = app.reserve_seats_ok(&fan, event, &[&seat]).await.reservation_id;
+            let rid = app
+                .reserve_seats_ok(&fan, event, &[&seat])
+                .await
+                .reservation
+                .reservation_id;
             if round % 3 == 2 {
-                let paid = app.payment_event("payment_intent.succeeded", &format!("evt_{fan}"), event, &rid, 10000);
+                let paid = app.payment_event("payment_intent.succeeded", &format!("evt_{fan}"), event, rid, 10000);
                 app.webhook(&paid).await;
                 app.post_as(&fan, &format!("/events/{event}/reservations/{rid}/cancel"))
                     .await;

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 async fn queue_event(app: &TestApp, max_size: u32, max_shoppers: u32) -> EventId {
     let event = app.create_event_from(&app.event_body(Duration::minutes(10))).await;
     let settings = json!({"max_size": max_size, "max_shoppers": max_shoppers, "admission_secs": 120});
-    let opened: QueueOpened = answer(app.open_queue(event, settings).await, 200).await;
+    let opened: QueueOpenedResponse = answer(app.open_queue(event, settings).await, 200).await;
     app.availability(event, opened.position.as_deref()).await;
     event
 }
@@ -49,10 +49,10 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
         let app = &app;
         async move { app.post_as(who, &format!("/events/{event}/queue/join")).await }
     };
-    let first: QueueTicket = answer(join("alice").await, 201).await;
-    assert_eq!((first.ticket, first.status.as_str()), (1, "waiting"));
-    let again: QueueTicket = answer(join("alice").await, 200).await;
-    assert_eq!(again.ticket, 1, "joining twice is the same ticket");
+    let first: QueueTicketResponse = answer(join("alice").await, 201).await;
+    assert_eq!((first.ticket.ticket, &*first.ticket.status), (1, "waiting"));
+    let again: QueueTicketResponse = answer(join("alice").await, 200).await;
+    assert_eq!(again.ticket.ticket, 1, "joining twice is the same ticket");
     assert_eq!(join("bob").await.status(), 201);
     assert_eq!(join("carol").await.status(), 201);
     let full = problem(join("dave").await, 429, "queue-full").await;
@@ -65,7 +65,7 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
     let s = carol.next(StdDuration::from_secs(5)).await.unwrap();
     assert_eq!(s.event.as_deref(), Some("status"));
     let v: QueueStatus = typed(serde_json::from_str(&s.data).unwrap());
-    assert_eq!((v.status.as_str(), v.awaiting_lottery), ("waiting", true));
+    assert_eq!((&*v.status, v.awaiting_lottery), ("waiting", true));
     drop(carol);
 
     // The onsale: the writer draws the lottery and lets one fan in (one shopper at a time).
@@ -110,16 +110,16 @@ async fn fans_queue_are_admitted_in_turn_and_tokens_are_checked() {
     assert_eq!(ends(app.journal.as_ref()).await, before, "refusals record nothing");
 
     // The real token holds one reservation at a time; the booking spends it.
-    let held: Reservation = answer(
+    let held: ReservationResponse = answer(
         reserve_with(&app, fan, event, Some(&token), &["A-1-1", "A-1-2"]).await,
         201,
     )
     .await;
-    let rid = held.reservation_id;
+    let rid = held.reservation.reservation_id;
     let again = || reserve_with(&app, fan, event, Some(&token), &["A-1-3"]);
     problem(again().await, 409, "admission-in-use").await;
     let paid = app
-        .webhook(&app.payment_event("payment_intent.succeeded", "evt_q1", event, &rid, 20000))
+        .webhook(&app.payment_event("payment_intent.succeeded", "evt_q1", event, rid, 20000))
         .await;
     assert_eq!(paid.status(), 200);
     problem(again().await, 409, "admission-spent").await;
@@ -221,14 +221,14 @@ fn apply_frame(map: &mut BTreeMap<String, char>, s: &Sse) {
         Some("snapshot") => *map = seat_letters(&typed(serde_json::from_str(&s.data).unwrap())),
         Some("seat") => {
             let d: SeatData = typed(serde_json::from_str(&s.data).unwrap());
-            let letter = match d.status.as_str() {
+            let letter = match &*d.status {
                 "held" => 'H',
                 "booked" => 'B',
                 "available" => 'A',
                 other => panic!("status {other}"),
             };
-            for seat in d.seats {
-                map.insert(seat, letter);
+            for seat in d.seats.into_owned() {
+                map.insert(seat.to_string(), letter);
             }
         }
         other => panic!("unexpected event {other:?}"),
@@ -257,11 +257,11 @@ async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
         ("dan", ["A-1-5", "A-1-6"]),
     ] {
         let held = app.reserve_seats_ok(who, event, &seats).await;
-        rids.push((who, held.reservation_id));
+        rids.push((who, held.reservation.reservation_id));
     }
     app.post_as("carol", &format!("/events/{event}/reservations/{}/release", rids[1].1))
         .await;
-    app.webhook(&app.payment_event("payment_intent.succeeded", "evt_s1", event, &rids[0].1, 20000))
+    app.webhook(&app.payment_event("payment_intent.succeeded", "evt_s1", event, rids[0].1, 20000))
         .await;
     for _ in 0..5 {
         let s = stream.next(StdDuration::from_secs(5)).await.expect("a delta");
@@ -271,7 +271,7 @@ async fn the_seat_stream_resumes_from_last_event_id_without_gaps_or_repeats() {
     // Disconnect; more changes happen while away.
     drop(stream);
     let last_id = received.last().unwrap().clone();
-    app.webhook(&app.payment_event("payment_intent.succeeded", "evt_s2", event, &rids[2].1, 20000))
+    app.webhook(&app.payment_event("payment_intent.succeeded", "evt_s2", event, rids[2].1, 20000))
         .await;
     for i in 5..=8 {
         let seat = format!("A-2-{i}");

@@ -74,7 +74,7 @@ async fn race(app: TestApp) {
         })
         .collect();
 
-    let mut won: BTreeMap<String, String> = BTreeMap::new();
+    let mut won: BTreeMap<String, ReservationId> = BTreeMap::new();
     let mut successes = 0;
     let mut last_position = None;
     for task in tasks {
@@ -82,9 +82,9 @@ async fn race(app: TestApp) {
         match status {
             201 => {
                 successes += 1;
-                let held: Reservation = typed(body);
-                for seat in held.seats {
-                    let previous = won.insert(seat.clone(), held.reservation_id.clone());
+                let held: ReservationResponse = typed(body);
+                for seat in held.reservation.seats {
+                    let previous = won.insert(seat.to_string(), held.reservation.reservation_id);
                     assert!(previous.is_none(), "seat {seat} acknowledged to two reservations");
                 }
                 let position: frontrow_journal::Position = held.position.as_deref().unwrap().parse().unwrap();

@@ -34,7 +34,7 @@ async fn anonymous_replays_are_bounded_and_leave_organizers_their_place() {
     let (event, created_at) = app
         .create_event_written(&app.event_body(chrono::Duration::minutes(-1)))
         .await;
-    let held: Reservation = answer(
+    let held: ReservationResponse = answer(
         app.reserve("alice", event, "k1", json!({"seats": ["A-1-1"]})).await,
         201,
     )

@@ -7,7 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{
-    AvailabilityMap, Reservation, WAIT, WebhookAnswer, seats_lettered, send_typed, spawn_listening, typed, wait_until,
+    AvailabilityMap, ReservationId, ReservationResponse, SeatId, WAIT, WebhookAnswer, seats_lettered, send_typed,
+    spawn_listening, typed, wait_until,
 };
 use serde_json::{Value, json};
 
@@ -74,7 +75,7 @@ async fn kill_dash_nine(journal: &str) {
     let base = server.base.clone();
 
     // Reservations stream in from 8 clients; the process is killed while they are in flight.
-    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, Vec<String>, String)>::new()));
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(ReservationId, Vec<SeatId>, String)>::new()));
     let mut tasks = Vec::new();
     for worker in 0..8 {
         let (client, base, acknowledged) = (client.clone(), base.clone(), acknowledged.clone());
@@ -95,11 +96,11 @@ async fn kill_dash_nine(journal: &str) {
                 let Ok(res) = res else { break };
                 if res.status() == 201 {
                     let Ok(body) = res.json::<Value>().await else { break };
-                    let held: Reservation = typed(body);
+                    let held: ReservationResponse = typed(body);
                     acknowledged
                         .lock()
                         .unwrap()
-                        .push((held.reservation_id, held.seats, token));
+                        .push((held.reservation.reservation_id, held.reservation.seats, token));
                 }
             }
         }));
@@ -126,9 +127,9 @@ async fn kill_dash_nine(journal: &str) {
             .await
             .unwrap();
         assert_eq!(res.status(), 200, "acknowledged reservation {rid} lost");
-        let body: Reservation = typed(res.json().await.unwrap());
-        assert_eq!(body.status, "held");
-        assert_eq!(&body.seats, seats);
+        let body: ReservationResponse = typed(res.json().await.unwrap());
+        assert_eq!(body.reservation.status, "held");
+        assert_eq!(&body.reservation.seats, seats);
     }
     // Every acknowledged seat is held on the map after the restart, and no seat twice.
     let ready = || async { client.get(format!("{base}/ready")).send().await.unwrap().status() };
@@ -142,7 +143,10 @@ async fn kill_dash_nine(journal: &str) {
     for (_, seats, _) in &acknowledged {
         for s in seats {
             assert!(seen.insert(s.clone()), "seat {s} acknowledged twice");
-            assert!(held.contains(s), "acknowledged seat {s} not held after restart");
+            assert!(
+                held.contains(&s.to_string()),
+                "acknowledged seat {s} not held after restart"
+            );
         }
     }
     // Unacknowledged but durable reservations may exist; nothing else may.
@@ -164,7 +168,12 @@ async fn kill_dash_nine(journal: &str) {
 
 /// Delivers the same signed `payment_intent.succeeded` (id `evt_restart`) for a reservation,
 /// signed with the webhook secret the server generated into its data directory.
-async fn deliver(client: &reqwest::Client, base: &str, data_dir: &std::path::Path, rid: &str) -> WebhookAnswer {
+async fn deliver(
+    client: &reqwest::Client,
+    base: &str,
+    data_dir: &std::path::Path,
+    rid: &ReservationId,
+) -> WebhookAnswer {
     let secrets: Value = serde_json::from_slice(&std::fs::read(data_dir.join("secrets.json")).unwrap()).unwrap();
     let secret = secrecy::SecretString::from(secrets["webhook_secret"].as_str().unwrap());
     let body = serde_json::to_vec(&json!({

@@ -26,7 +26,7 @@ async fn best(app: &TestApp, who: &str, event: EventId, key: &str, best: Value) 
 }
 
 /// The hold [`best`] answers; fails unless it is a 201.
-async fn best_held(app: &TestApp, who: &str, event: EventId, key: &str, best_available: Value) -> Reservation {
+async fn best_held(app: &TestApp, who: &str, event: EventId, key: &str, best_available: Value) -> ReservationResponse {
     answer(best(app, who, event, key, best_available).await, 201).await
 }
 
@@ -73,12 +73,12 @@ async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() 
 
     let accessible = |count: u8| json!({"section": "A", "count": count, "accessible": true});
     let first = best_held(&app, "alice", event, "a1", accessible(2)).await;
-    assert_eq!(first.seats, ["A-1-1", "A-1-2"]);
+    assert_eq!(first.reservation.seats, ["A-1-1", "A-1-2"]);
     // A retry with the same key is the same reservation.
     let again = best_held(&app, "alice", event, "a1", accessible(2)).await;
-    assert_eq!(again.reservation_id, first.reservation_id);
+    assert_eq!(again.reservation.reservation_id, first.reservation.reservation_id);
     let bob = best_held(&app, "bob", event, "b1", accessible(2)).await;
-    assert_eq!(bob.seats, ["A-1-9", "A-1-10"]);
+    assert_eq!(bob.reservation.seats, ["A-1-9", "A-1-10"]);
 
     // None left: a precise 409 that writes nothing.
     let before = ends(app.journal.as_ref()).await;
@@ -100,7 +100,7 @@ async fn accessible_best_available_takes_a_wheelchair_space_and_its_companion() 
     // none, so it is the plain best block of the frontmost row.
     let aisle = json!({"section": "A", "count": 2, "aisle": true});
     let dave = best_held(&app, "dave", event, "d1", aisle).await;
-    assert_eq!(dave.seats, ["A-1-5", "A-1-6"]);
+    assert_eq!(dave.reservation.seats, ["A-1-5", "A-1-6"]);
     app.stop().await;
 }
 
@@ -214,7 +214,10 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     let res = app.reserve_seats("alice", event, &["A-1-5"]).await;
     assert_eq!(problem(res, 409, "seats-unavailable").await.seats(), ["A-1-5"]);
     let got = best_held(&app, "alice", event, "b1", json!({"section": "A", "count": 4})).await;
-    assert!(!got.seats.iter().any(|s| s == "A-1-4" || s == "A-1-5"), "{got:?}");
+    assert!(
+        !got.reservation.seats.iter().any(|s| s == "A-1-4" || s == "A-1-5"),
+        "{got:?}"
+    );
 
     // Returned: sellable again, and sold.
     let res = organizer_post(
@@ -227,7 +230,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     .await;
     assert_eq!(res.status(), 200);
     let held = app.reserve_seats_ok("bob", event, &["A-1-5"]).await;
-    let rid = &held.reservation_id;
+    let rid = &held.reservation.reservation_id;
     assert_eq!(app.pay(event, "evt_ret", rid, 10000).await.outcome, "booked");
 
     // The write side, the map, the ledger and the analytics replay agree, and add up.
@@ -236,9 +239,12 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     assert_eq!((c.available, c.held, c.booked, c.withheld), (20, 4, 1, 1));
     let seats = app.availability(event, None).await.seats;
     assert_eq!((seats.held, seats.booked, seats.withheld), (4, 1, 1));
-    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v: &Sales| {
-        v.total.booked_now == 1
-    })
+    let sales = get_until(
+        &app,
+        &format!("/events/{event}/sales"),
+        AS_ORGANIZER,
+        |v: &EventSales| v.total.booked_now == 1,
+    )
     .await;
     let t = &sales.total;
     assert_eq!(t.withheld_now, 1);

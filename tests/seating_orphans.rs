@@ -204,7 +204,7 @@ async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&
                 .await
                 .unwrap();
             if res.status() == 201 {
-                held = Some(typed::<Reservation>(res.json().await.unwrap()));
+                held = Some(typed::<ReservationResponse>(res.json().await.unwrap()));
                 break;
             }
             let refusal: Problem = typed(res.json().await.unwrap());
@@ -217,7 +217,7 @@ async fn sell_out(app: &TestApp, venue: &Venue, fans: u32, seed: u64, size: fn(&
         }
         match held {
             Some(h) => {
-                let (rid, amount) = (h.reservation_id.as_str(), h.amount.amount);
+                let (rid, amount) = (&h.reservation.reservation_id, h.reservation.amount.amount);
                 let paid = app
                     .webhook(&app.payment_event("payment_intent.succeeded", &format!("evt_{who}"), event, rid, amount))
                     .await;

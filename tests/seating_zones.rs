@@ -8,7 +8,7 @@ use std::time::Duration as StdDuration;
 
 use chrono::Duration;
 use common::*;
-use frontrow_schema::EventId;
+use frontrow_schema::{EventId, TierCode};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -49,10 +49,10 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     let details = app.event_details(event).await;
     let standing = Standing {
         capacity: 6,
-        tier: "GA".to_owned(),
+        tier: TierCode::parse("GA").unwrap(),
     };
     assert_eq!(details.seat_map.sections[1].standing, Some(standing));
-    assert_eq!(details.seats.total, 8);
+    assert_eq!(details.summary.seats.total, 8);
     // Raw: the zone's counts are exactly these (`withheld` absent when 0), a seated section has
     // no `standing` at all.
     let map = app.availability_json(event, None).await;
@@ -68,10 +68,13 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     assert_eq!(next(&mut stream).await.event.as_deref(), Some("snapshot"));
 
     // Reserve four places: the lowest-numbered ones, at the zone's price.
-    let held: Reservation = answer(reserve_zone(&app, "alice", event, 4).await, 201).await;
-    assert_eq!(held.seats, ["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3", "FLOOR-GA-4"]);
-    assert_eq!(held.amount.amount, 12000);
-    let rid = held.reservation_id;
+    let held: ReservationResponse = answer(reserve_zone(&app, "alice", event, 4).await, 201).await;
+    assert_eq!(
+        held.reservation.seats,
+        ["FLOOR-GA-1", "FLOOR-GA-2", "FLOOR-GA-3", "FLOOR-GA-4"]
+    );
+    assert_eq!(held.reservation.amount.amount, 12000);
+    let rid = held.reservation.reservation_id;
     let map = app.availability(event, held.position.as_deref()).await;
     assert_eq!((floor(&map).available, floor(&map).held), (2, 4));
     assert_eq!(map.seats.held, 4);
@@ -99,11 +102,11 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     assert_eq!((counts.held, counts.booked), (0, 4));
 
     // A second fan holds two places and lets them go: they are free again at once.
-    let bob: Reservation = answer(reserve_zone(&app, "bob", event, 2).await, 201).await;
-    assert_eq!(bob.seats, ["FLOOR-GA-5", "FLOOR-GA-6"]);
-    let brid = &bob.reservation_id;
+    let bob: ReservationResponse = answer(reserve_zone(&app, "bob", event, 2).await, 201).await;
+    assert_eq!(bob.reservation.seats, ["FLOOR-GA-5", "FLOOR-GA-6"]);
+    let brid = &bob.reservation.reservation_id;
     let release = format!("/events/{event}/reservations/{brid}/release");
-    let released: Reservation = ok(app.post_as("bob", &release).await).await;
+    let released: ReservationResponse = ok(app.post_as("bob", &release).await).await;
     let map = app.availability_json(event, released.position.as_deref()).await;
     assert_eq!(
         map["sections"][1]["standing"],
@@ -119,9 +122,12 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     }
 
     // The ledger: a sales line for the zone, and a place's history like a seat's.
-    let sales = get_until(&app, &format!("/events/{event}/sales"), AS_ORGANIZER, |v: &Sales| {
-        v.total.released == 2
-    })
+    let sales = get_until(
+        &app,
+        &format!("/events/{event}/sales"),
+        AS_ORGANIZER,
+        |v: &EventSales| v.total.released == 2,
+    )
     .await;
     let line = sales
         .lines
@@ -141,9 +147,12 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     let history = history_until(&app, event, "FLOOR-GA-5", 2).await;
     assert_eq!(history_kinds(&history), ["held", "released"]);
     let alice = format!("Bearer {}", app.token("alice"));
-    let mine = get_until(&app, "/me/bookings", ("authorization", &alice), |v: &Bookings| {
-        !v.bookings.is_empty()
-    })
+    let mine = get_until(
+        &app,
+        "/me/bookings",
+        ("authorization", &alice),
+        |v: &CustomerBookings| !v.bookings.is_empty(),
+    )
     .await;
     assert_eq!(mine.bookings[0].amount, 12000);
 
@@ -151,7 +160,7 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     for seat in ["A-1-1", "A-1-2"] {
         assert_eq!(app.reserve_seats("carol", event, &[seat]).await.status(), 201);
     }
-    let is_hit = |v: &SearchPage| v.has(event);
+    let is_hit = |v: &SearchResponse| has_hit(v, event);
     search_until(&app, "q=zonara&available=true", |v| {
         is_hit(v) && v.hits[0].seats_left == 2
     })
@@ -161,7 +170,7 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     search_until(&app, "q=zonara", is_hit).await;
 
     // Analytics replays the log: the zone's places are seats sold at the zone's price.
-    let report: AnalyticsReport = analytics(&app, &["--event", &event.to_string()]);
+    let report: Report = analytics(&app, &["--event", &event.to_string()]);
     let report = &report.events[0];
     assert_eq!(report.seats_total, 8);
     assert_eq!(report.seats_booked_now, 4);
@@ -211,7 +220,7 @@ async fn every_wrong_zone_request_is_a_problem_and_writes_nothing() {
     let event = app.create_event_from(&mixed_venue(&app, "Refusa")).await;
     // Five of six places held (by two fans), within their per-customer limit of 6.
     assert_eq!(reserve_zone(&app, "alice", event, 4).await.status(), 201);
-    let bob: Reservation = answer(reserve_zone(&app, "bob", event, 1).await, 201).await;
+    let bob: ReservationResponse = answer(reserve_zone(&app, "bob", event, 1).await, 201).await;
     let before = ends(app.journal.as_ref()).await;
     // The map once the query side has seen bob's hold (raw: a refusal changes nothing in it).
     let map = app.availability_json(event, bob.position.as_deref()).await;

@@ -2,12 +2,13 @@
 //! plus typed helpers for the requests the tests make, and [`wait_until`] for waiting on what
 //! runs behind them (the query side, the projectors, the writer's timers).
 
-#![allow(dead_code)] // each test binary uses a different subset of the helpers
+#![allow(dead_code, unused_imports)] // each test binary uses a different subset of the helpers and answers
 
 mod answers;
 pub use answers::*;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Display;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -84,10 +85,10 @@ impl TestApp {
 
     /// A server with the small test event on sale ([`Self::create_event`]) and `customer`
     /// holding `seats` of it: the app, the event and the reservation's id.
-    pub async fn spawn_holding(customer: &str, seats: &[&str]) -> (Self, EventId, String) {
+    pub async fn spawn_holding(customer: &str, seats: &[&str]) -> (Self, EventId, ReservationId) {
         let (app, event) = Self::spawn_with_event().await;
         let held = app.reserve_seats_ok(customer, event, seats).await;
-        (app, event, held.reservation_id)
+        (app, event, held.reservation.reservation_id)
     }
 
     pub async fn spawn_with(configure: impl FnOnce(&mut Settings)) -> Self {
@@ -143,7 +144,13 @@ impl TestApp {
 
     /// `customer` pays reservation `rid` through the demo provider, with `key` as its
     /// `Idempotency-Key` when given.
-    pub async fn demo_pay(&self, customer: &str, event: EventId, rid: &str, key: Option<&str>) -> reqwest::Response {
+    pub async fn demo_pay(
+        &self,
+        customer: &str,
+        event: EventId,
+        rid: &ReservationId,
+        key: Option<&str>,
+    ) -> reqwest::Response {
         let mut request = self
             .client
             .post(self.url("/demo/payments"))
@@ -242,12 +249,12 @@ impl TestApp {
     }
 
     /// The hold [`Self::reserve_seats`] answers; fails unless it is a 201.
-    pub async fn reserve_seats_ok(&self, customer: &str, event: EventId, seats: &[&str]) -> Reservation {
+    pub async fn reserve_seats_ok(&self, customer: &str, event: EventId, seats: &[&str]) -> ReservationResponse {
         answer(self.reserve_seats(customer, event, seats).await, 201).await
     }
 
     /// The customer's reservation `rid` as `GET /events/{event}/reservations/{rid}` answers it.
-    pub async fn reservation(&self, customer: &str, event: EventId, rid: &str) -> Reservation {
+    pub async fn reservation(&self, customer: &str, event: EventId, rid: &ReservationId) -> ReservationResponse {
         typed(
             self.get_json_as(customer, &format!("/events/{event}/reservations/{rid}"))
                 .await,
@@ -255,19 +262,25 @@ impl TestApp {
     }
 
     /// Polls the customer's reservation until its status is `status`; fails after [`WAIT`].
-    pub async fn reservation_until(&self, customer: &str, event: EventId, rid: &str, status: &str) -> Reservation {
+    pub async fn reservation_until(
+        &self,
+        customer: &str,
+        event: EventId,
+        rid: &ReservationId,
+        status: &str,
+    ) -> ReservationResponse {
         wait_until(
             WAIT,
             &format!("{customer}'s reservation {rid} is {status}"),
             || self.reservation(customer, event, rid),
-            |r| (r.status == status).then(|| r.clone()),
+            |r| (r.reservation.status == status).then(|| r.clone()),
         )
         .await
     }
 
     /// Pays reservation `rid` through a `payment_intent.succeeded` webhook (provider event id
     /// `evt`); returns the webhook's answer.
-    pub async fn pay(&self, event: EventId, evt: &str, rid: &str, amount: i64) -> WebhookAnswer {
+    pub async fn pay(&self, event: EventId, evt: &str, rid: &ReservationId, amount: i64) -> WebhookAnswer {
         let paid = self.payment_event("payment_intent.succeeded", evt, event, rid, amount);
         typed(self.webhook(&paid).await.json().await.unwrap())
     }
@@ -301,12 +314,20 @@ impl TestApp {
     }
 
     /// A Stripe-shaped payment event for a reservation.
-    pub fn payment_event(&self, kind: &str, evt: &str, event: EventId, reservation: &str, amount: i64) -> Value {
+    /// (`reservation` is any text, so a test can send one that names no reservation.)
+    pub fn payment_event(
+        &self,
+        kind: &str,
+        evt: &str,
+        event: EventId,
+        reservation: impl Display,
+        amount: i64,
+    ) -> Value {
         json!({
             "id": evt, "object": "event", "type": kind, "created": self.now().timestamp(),
             "data": {"object": {
                 "id": format!("pi_{evt}"), "object": "payment_intent", "amount": amount, "currency": "eur",
-                "metadata": {"event_id": event.to_string(), "reservation_id": reservation},
+                "metadata": {"event_id": event.to_string(), "reservation_id": reservation.to_string()},
                 "last_payment_error": if kind.ends_with("failed") { json!({"message": "Your card was declined."}) } else { Value::Null }
             }}
         })
@@ -564,8 +585,8 @@ impl SseReader {
 }
 
 /// Polls `GET /search` until `check` accepts the answer (the projector indexes asynchronously).
-pub async fn search_until(app: &TestApp, query: &str, check: impl Fn(&SearchPage) -> bool) -> SearchPage {
-    let look = || async { ok::<SearchPage>(app.get(&format!("/search?{query}")).await).await };
+pub async fn search_until(app: &TestApp, query: &str, check: impl Fn(&SearchResponse) -> bool) -> SearchResponse {
+    let look = || async { ok::<SearchResponse>(app.get(&format!("/search?{query}")).await).await };
     wait_until(WAIT, &format!("search?{query} satisfies the check"), look, |v| {
         check(v).then(|| v.clone())
     })

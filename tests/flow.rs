@@ -486,19 +486,12 @@ async fn the_ledger_follows_the_flow_bookings_sales_and_seat_history() {
     let expired = &expired.reservation.reservation_id;
     app.reservation_until("bob", event, expired, "expired").await;
 
-    let alice = format!("Bearer {}", app.token("alice"));
-    let mine = get_until(
-        &app,
-        "/me/bookings",
-        ("authorization", &alice),
-        |v: &CustomerBookings| !v.bookings.is_empty(),
-    )
-    .await;
+    let mine = bookings_until(&app, "alice").await;
     assert_eq!(mine.bookings[0].reservation_id, rid.as_uuid());
     assert_eq!(mine.bookings[0].amount, 20000);
 
     let sales_path = format!("/events/{event}/sales");
-    let sales = get_until(&app, &sales_path, AS_ORGANIZER, |v: &EventSales| v.total.expired == 1).await;
+    let sales = sales_until(&app, event, |v| v.total.expired == 1).await;
     assert_eq!(sales.total.booked, 2);
     assert_eq!(sales.total.revenue, 20000);
     assert_eq!(sales.total.revenue, sales.total.booked_value);

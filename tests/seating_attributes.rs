@@ -239,13 +239,7 @@ async fn withheld_seats_are_unsellable_until_returned_and_everything_adds_up() {
     assert_eq!((c.available, c.held, c.booked, c.withheld), (20, 4, 1, 1));
     let seats = app.availability(event, None).await.seats;
     assert_eq!((seats.held, seats.booked, seats.withheld), (4, 1, 1));
-    let sales = get_until(
-        &app,
-        &format!("/events/{event}/sales"),
-        AS_ORGANIZER,
-        |v: &EventSales| v.total.booked_now == 1,
-    )
-    .await;
+    let sales = sales_until(&app, event, |v| v.total.booked_now == 1).await;
     let t = &sales.total;
     assert_eq!(t.withheld_now, 1);
     assert_eq!(t.available_now + t.held_now + t.booked_now + t.withheld_now, t.seats);

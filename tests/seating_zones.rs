@@ -122,13 +122,7 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     }
 
     // The ledger: a sales line for the zone, and a place's history like a seat's.
-    let sales = get_until(
-        &app,
-        &format!("/events/{event}/sales"),
-        AS_ORGANIZER,
-        |v: &EventSales| v.total.released == 2,
-    )
-    .await;
+    let sales = sales_until(&app, event, |v| v.total.released == 2).await;
     let line = sales
         .lines
         .iter()
@@ -146,14 +140,7 @@ async fn a_mixed_venue_sells_standing_places_end_to_end() {
     );
     let history = history_until(&app, event, "FLOOR-GA-5", 2).await;
     assert_eq!(history_kinds(&history), ["held", "released"]);
-    let alice = format!("Bearer {}", app.token("alice"));
-    let mine = get_until(
-        &app,
-        "/me/bookings",
-        ("authorization", &alice),
-        |v: &CustomerBookings| !v.bookings.is_empty(),
-    )
-    .await;
+    let mine = bookings_until(&app, "alice").await;
     assert_eq!(mine.bookings[0].amount, 12000);
 
     // Search: with both seats sold the event is still available, for its standing places.

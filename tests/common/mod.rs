@@ -605,6 +605,25 @@ pub async fn history_until(app: &TestApp, event: EventId, seat: &str, entries: u
     .await
 }
 
+/// The organizer's `GET /events/{id}/sales`, polled until `check` accepts it (the projector
+/// writes the ledger asynchronously).
+pub async fn sales_until(app: &TestApp, event: EventId, check: impl Fn(&EventSales) -> bool) -> EventSales {
+    get_until(app, &format!("/events/{event}/sales"), AS_ORGANIZER, check).await
+}
+
+/// `customer`'s `GET /me/bookings`, polled until the ledger has one (the projector writes it
+/// asynchronously).
+pub async fn bookings_until(app: &TestApp, customer: &str) -> CustomerBookings {
+    let bearer = format!("Bearer {}", app.token(customer));
+    get_until(
+        app,
+        "/me/bookings",
+        ("authorization", &bearer),
+        |v: &CustomerBookings| !v.bookings.is_empty(),
+    )
+    .await
+}
+
 /// The kinds of a seat history's entries, in order (`held`, `booked`, `expired`, ...).
 pub fn history_kinds(history: &SeatHistory) -> Vec<&str> {
     history.history.iter().map(|h| h.kind.as_str()).collect()

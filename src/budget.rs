@@ -51,7 +51,7 @@ impl Budget {
             .clone()
     }
 
-    /// Keeps lowering the projections' other threads (see [`PROJECTION_THREADS`]) as they start,
+    /// Keeps lowering the projections' other threads (named in `PROJECTION_THREADS`) as they start,
     /// until the runtime ends.
     pub fn watch_threads(&self) {
         let nice = self.nice;

@@ -1,8 +1,8 @@
 //! The onsale figures, folded from the log one fact at a time.
 //!
 //! [`Figures`] is pure: [`Figures::observe`] takes each envelope in log order and updates one
-//! [`EventFold`] per event; [`Figures::finish`] turns the folds into [`EventReport`]s. Every kind
-//! of fact is one arm of the `match` in [`EventFold::observe`] (the compiler points at it when a
+//! `EventFold` per event; [`Figures::finish`] turns the folds into [`EventReport`]s. Every kind
+//! of fact is one arm of the `match` in `EventFold::observe` (the compiler points at it when a
 //! kind is added), and each figure is a field of the fold, so a new kind of fact, such as the
 //! waiting room's, is one arm plus the fields it feeds.
 //!

@@ -2,7 +2,7 @@
 //!
 //! The log is the truth, so everything here is a read-only replay of it through the
 //! [`Journal`](frontrow_journal::Journal) port, embedded or Kafka alike, and can run against a
-//! live system. [`replay`] reads the partitions (one event's or all, a time range or all of it),
+//! live system. [`replay()`] reads the partitions (one event's or all, a time range or all of it),
 //! [`figures`] folds the facts into per-event figures (per-second counts, time to sell out,
 //! conversion and time to pay, revenue by section and tier, seats held but never bought),
 //! [`report`] writes them as JSON and CSV for machines and [`html`] as one self-contained page

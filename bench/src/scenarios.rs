@@ -1,6 +1,6 @@
 //! The scenarios against each target: FrontRow's (hot onsale, availability reads, search,
 //! the checks after every race, the ledger rebuild and the analytics replay) and the database
-//! baselines' (the hot onsale and its checks). [`crate::run`] calls them in turn and collects
+//! baselines' (the hot onsale and its checks). [`crate::run::run`] calls them in turn and collects
 //! the figures.
 
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! A `#[derive(Deserialize)]` struct also takes a JSON array, matched to its fields by position
 //! (`["b"]` for `{"name": "b"}`); serde keeps that on purpose (serde-rs/serde#1587). An API
 //! whose schema says "object" must refuse it, at the top and in every nested struct, or a
-//! mistyped body is acted on. [`Strict`] wraps a deserializer so that wherever a struct is
+//! mistyped body is acted on. `Strict` wraps a deserializer so that wherever a struct is
 //! asked for, an array is a type error; everything else passes straight through, in the same
 //! single pass.
 

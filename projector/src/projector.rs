@@ -60,7 +60,7 @@ impl Projector {
         }
     }
 
-    /// Cuts reads into ledger batches of at most `rows` rows (default [`ROWS_PER_BATCH`]).
+    /// Cuts reads into ledger batches of at most `rows` rows (default `ROWS_PER_BATCH`, 50,000).
     pub fn with_rows_per_batch(mut self, rows: usize) -> Self {
         self.rows_per_batch = rows.max(1);
         self

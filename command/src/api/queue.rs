@@ -38,7 +38,7 @@ fn default_admission_secs() -> u32 {
     600
 }
 
-/// The waiting room's settings as recorded. (Not a flattened [`QueueConfig`]: that schema
+/// The waiting room's settings as recorded. (Not a flattened `QueueConfig`: that schema
 /// allows no other members, as the request refuses unknown fields.)
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct QueueOpenedResponse {

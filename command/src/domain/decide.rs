@@ -35,10 +35,10 @@ pub enum SeatSelection {
     Explicit(Vec<SeatId>),
     /// The best `count` adjacent seats in one section: the frontmost row that has a run of
     /// `count` free seats, and in it the run closest to the row's centre; under the event's
-    /// no-orphan rule, a block that strands no single seat first (see [`super::orphans`]).
+    /// no-orphan rule, a block that strands no single seat first (see `domain::orphans`).
     BestAvailable { section: SectionCode, count: u8 },
     /// Best-available that asks for seat attributes (an accessible block, an aisle), see
-    /// [`super::attributes`].
+    /// `domain::attributes`.
     BestWith {
         section: SectionCode,
         count: u8,
@@ -113,7 +113,7 @@ pub enum Command {
     /// admit fans as the inventory allows, and say "sold out" when nothing is left to buy.
     AdvanceQueue { seed: u64 },
     /// The organizer takes available seats out of the sale under a label (see
-    /// [`super::withheld`]).
+    /// `domain::withheld`).
     Withhold {
         organizer: OrganizerId,
         seats: Vec<SeatId>,

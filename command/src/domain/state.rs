@@ -114,7 +114,7 @@ pub struct EventState {
     /// The label of every seat the organizer withholds, by seat index.
     pub withheld: BTreeMap<u32, String>,
     /// The request digest of every organizer hold or return written with an `Idempotency-Key`,
-    /// by key (see [`super::withheld`]).
+    /// by key (see `domain::withheld`).
     pub organizer_requests: BTreeMap<String, String>,
 }
 

@@ -23,7 +23,6 @@ use utoipa::OpenApi;
 
 use crate::history::seat_history_with_organizer;
 
-/// Seat histories replayed at once by one node.
 /// The seat-history API's OpenAPI description.
 #[derive(OpenApi)]
 #[openapi(

@@ -24,7 +24,7 @@ fn row(name: &str, seats: u16, tier: &str) -> Row {
         name: RowName::parse(name).expect("valid row"),
         seats,
         tier: TierCode::parse(tier).expect("valid tier"),
-        attributes: SeatAttributes::default(),
+        attributes: Default::default(),
     }
 }
 
@@ -87,7 +87,7 @@ pub fn event(now: DateTime<Utc>) -> EventScheduled {
         max_seats_per_customer: None,
         allow_orphan_seats: false,
         currency: Currency::parse("EUR").expect("valid currency"),
-        seat_map: arena(),
+        seat_map: arena().into(),
     }
 }
 

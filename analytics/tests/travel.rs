@@ -56,7 +56,7 @@ fn travellers(
         // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
         allow_orphan_seats: true,
         currency: Currency::parse("EUR").unwrap(),
-        seat_map,
+        seat_map: seat_map.into(),
     }
 }
 

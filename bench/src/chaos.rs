@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use frontrow::Settings;
 use frontrow::settings::JournalChoice;
-use frontrow_command::domain::{EventState, SeatState};
+use frontrow_command::domain::{EventState, ReservationStatus, SeatState};
 use frontrow_command::ownership::Announcement;
 use frontrow_http::auth::Auth;
 use frontrow_projector::{Ledger, PgLedger, Projector};
-use frontrow_schema::EventId;
+use frontrow_schema::{EventId, ReservationId, SeatId};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -648,33 +648,32 @@ fn charged_to(faults: &[Fault], began: f64, ended: f64) -> &'static str {
 /// Acknowledged reservations whose seats the replayed log does not hold (or, paid, book) for
 /// them.
 fn lost(acked: &[Acked], states: &HashMap<EventId, EventState>) -> usize {
-    let seats: HashMap<&str, HashMap<String, &SeatState>> = acked
-        .iter()
-        .map(|a| a.event.as_str())
-        .filter_map(|e| {
-            let state = states.get(&e.parse().ok()?)?;
-            let by_name = state
-                .seats
-                .iter()
-                .enumerate()
-                .map(|(i, st)| (state.layout.seat_at(i as u32).to_string(), st))
-                .collect();
-            Some((e, by_name))
-        })
-        .collect();
-    acked
-        .iter()
-        .filter(|a| {
-            let Some(by_name) = seats.get(a.event.as_str()) else {
-                return true;
-            };
-            !a.seats.iter().all(|seat| match by_name.get(seat) {
-                Some(SeatState::Booked(r)) => r.to_string() == a.reservation,
-                Some(SeatState::Held(r)) => !a.paid && r.to_string() == a.reservation,
-                _ => false,
-            })
-        })
-        .count()
+    acked.iter().filter(|a| !kept(a, states)).count()
+}
+
+/// The replayed log holds every seat of this acknowledged reservation for it (booked if it was
+/// paid, held or booked if not).
+fn kept(a: &Acked, states: &HashMap<EventId, EventState>) -> bool {
+    let Some(state) = a.event.parse().ok().and_then(|e: EventId| states.get(&e)) else {
+        return false;
+    };
+    let reservation = a
+        .reservation
+        .parse()
+        .ok()
+        .and_then(|id: ReservationId| state.reservations.get(&id));
+    let Some(r) = reservation else {
+        return false;
+    };
+    let wanted = match r.status {
+        ReservationStatus::Booked => SeatState::Booked,
+        ReservationStatus::Held if !a.paid => SeatState::Held,
+        _ => return false,
+    };
+    a.seats.iter().all(|seat| {
+        let index = seat.parse().ok().and_then(|s: SeatId| state.layout.index_of(&s));
+        index.is_some_and(|i| r.seats.contains(&i) && state.seats[i as usize] == wanted)
+    })
 }
 
 /// Seats acknowledged to more than one reservation of the same event.

@@ -35,7 +35,7 @@ pub struct EventMeta {
 }
 
 impl EventMeta {
-    pub fn new(organizer: OrganizerId, currency: Currency, map: SeatMap) -> Self {
+    pub fn new(organizer: OrganizerId, currency: Currency, map: impl Into<Arc<SeatMap>>) -> Self {
         Self {
             organizer,
             currency,

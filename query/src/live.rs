@@ -274,7 +274,7 @@ impl LiveEvent {
                             tier: row.tier.clone(),
                             price: span.price,
                             seats: seats.iter().map(|s| s.letter()).collect(),
-                            attributes: row.attributes.clone(),
+                            attributes: (*row.attributes).clone(),
                         }
                     })
                     .collect(),
@@ -440,7 +440,7 @@ mod tests {
         let mut event = LiveEvent::scheduled(&scheduled(), at(0));
         event.apply(&reserved(&["A-1-1"]), at(1));
         let mut map = scheduled().seat_map;
-        map.sections.pop();
+        std::sync::Arc::make_mut(&mut map).sections.pop();
         event.apply(&Event::SeatMapChanged(SeatMapChanged { seat_map: map }), at(2));
         assert_eq!(
             event.counts(),

@@ -5,6 +5,8 @@
 //! payload changes shape, the old struct moves to a `v1` module and the codec upcasts it, so
 //! every event ever written stays readable (pinned by `tests/golden/v1`).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -176,7 +178,9 @@ pub struct EventScheduled {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_orphan_seats: bool,
     pub currency: Currency,
-    pub seat_map: SeatMap,
+    /// Shared, not copied, by everything in a process that keeps this event (its state, its
+    /// layout, a clone of this record): the map is the largest part of an event.
+    pub seat_map: Arc<SeatMap>,
 }
 
 impl EventScheduled {
@@ -190,7 +194,7 @@ impl EventScheduled {
 /// The organizer replaced the seat map before the onsale.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeatMapChanged {
-    pub seat_map: SeatMap,
+    pub seat_map: Arc<SeatMap>,
 }
 
 /// A customer holds these seats until `hold_until`.

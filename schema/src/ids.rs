@@ -123,7 +123,6 @@ macro_rules! validated_string {
         }
     };
 }
-pub(crate) use validated_string;
 
 macro_rules! name_id {
     ($(#[$doc:meta])* $name:ident, $kind:literal) => {

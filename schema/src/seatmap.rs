@@ -13,11 +13,12 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::ids::{InvalidId, validated_string};
+use crate::ids::InvalidId;
 
 /// The most seats one row may have.
 pub const MAX_SEATS_PER_ROW: u16 = 500;
@@ -33,13 +34,37 @@ pub const MAX_ZONE_CAPACITY: u32 = 50_000;
 /// The row name of every place of a standing zone: `FLOOR-GA-17` is place 17 of zone `FLOOR`.
 pub const STANDING_ROW: &str = "GA";
 
+/// An ASCII code of at most `N` bytes kept inline (zero-padded): a map keeps a code for every
+/// section, row and tier, and a [`SeatId`] two of them, with no allocation for any. Ordered like
+/// the text (no code contains a zero byte).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Inline<const N: usize> {
+    bytes: [u8; N],
+    len: u8,
+}
+
+impl<const N: usize> Inline<N> {
+    /// `s`, checked by the caller to be ASCII of at most `N` bytes.
+    fn new(s: &str) -> Self {
+        let mut bytes = [0; N];
+        bytes[..s.len()].copy_from_slice(s.as_bytes());
+        Self {
+            bytes,
+            len: s.len() as u8,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("codes are ASCII")
+    }
+}
+
 macro_rules! code {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $max:literal) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, ToSchema)]
-        #[serde(transparent)]
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, ToSchema)]
         #[schema(value_type = String)]
-        pub struct $name(String);
+        pub struct $name(Inline<$max>);
 
         impl $name {
             pub fn parse(s: &str) -> Result<Self, InvalidId> {
@@ -55,12 +80,61 @@ macro_rules! code {
                         reason: format!("{s:?} may contain only A-Z and 0-9"),
                     });
                 }
-                Ok(Self(s.to_owned()))
+                Ok(Self(Inline::new(s)))
+            }
+
+            pub fn as_str(&self) -> &str {
+                self.0.as_str()
             }
         }
 
-        validated_string!($name);
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_tuple(stringify!($name)).field(&self.as_str()).finish()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = InvalidId;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_str(CodeVisitor(Self::parse))
+            }
+        }
     };
+}
+
+/// Reads a code from a string without copying it first.
+struct CodeVisitor<T>(fn(&str) -> Result<T, InvalidId>);
+
+impl<T> serde::de::Visitor<'_> for CodeVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a code of A-Z and 0-9")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+        (self.0)(s).map_err(E::custom)
+    }
 }
 
 code!(
@@ -287,7 +361,47 @@ pub struct Row {
     /// Which of the row's seats are special (wheelchair spaces, ...). Absent when none are, so
     /// maps written before attributes existed keep their bytes and their meaning.
     #[serde(flatten)]
-    pub attributes: SeatAttributes,
+    #[schema(value_type = SeatAttributes)]
+    pub attributes: RowAttributes,
+}
+
+/// A row's [`SeatAttributes`], kept on the heap only when the row has any: most rows have none,
+/// and a map keeps a row for every twenty-odd seats in every copy of it (four empty lists
+/// would be 96 bytes a row). Reads as the lists it holds (empty ones when it holds none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowAttributes(Option<Box<SeatAttributes>>);
+
+static NO_ATTRIBUTES: SeatAttributes = SeatAttributes {
+    wheelchair: Vec::new(),
+    companion: Vec::new(),
+    restricted_view: Vec::new(),
+    aisle: Vec::new(),
+};
+
+impl From<SeatAttributes> for RowAttributes {
+    fn from(attributes: SeatAttributes) -> Self {
+        Self((!attributes.is_empty()).then(|| Box::new(attributes)))
+    }
+}
+
+impl std::ops::Deref for RowAttributes {
+    type Target = SeatAttributes;
+
+    fn deref(&self) -> &SeatAttributes {
+        self.0.as_deref().unwrap_or(&NO_ATTRIBUTES)
+    }
+}
+
+impl Serialize for RowAttributes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RowAttributes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        SeatAttributes::deserialize(d).map(Self::from)
+    }
 }
 
 /// Seat numbers of one row that have an attribute, each list ascending or not, without repeats.
@@ -545,7 +659,7 @@ fn validate_zone(section: &Section, zone: &Standing, tiers: &HashSet<&TierCode>)
 
 /// The row name of standing places (see [`STANDING_ROW`]).
 pub fn standing_row() -> RowName {
-    RowName(STANDING_ROW.to_owned())
+    RowName(Inline::new(STANDING_ROW))
 }
 
 /// Where one row's seats (or one standing zone's places) sit in the flat seat index.
@@ -570,21 +684,24 @@ pub struct SeatLayout {
     rows: Vec<RowSpan>,
     /// For each section, the range of its rows in `rows`.
     sections: Vec<std::ops::Range<usize>>,
-    by_row: HashMap<(SectionCode, RowName), usize>,
+    /// Each section's rows (positions in `rows`) by name, over the same ranges as `sections`:
+    /// a seat's row is found by a binary search, without a copy of every row's name as a key.
+    rows_by_name: Vec<u32>,
     section_by_code: HashMap<SectionCode, usize>,
     /// Seats and places in all: flat indexes are `0..seats`. A seat's row is found by a binary
     /// search over the rows' starts (no per-seat table: a node holding ten million seats would
     /// spend 4 bytes on each in every layout).
     seats: u32,
-    map: SeatMap,
+    /// Shared with the event's record ([`crate::EventScheduled::seat_map`]), not copied.
+    map: Arc<SeatMap>,
 }
 
 impl SeatLayout {
     /// Lays out a map; call [`SeatMap::validate`] first (an unknown tier prices at 0 here).
-    pub fn new(map: SeatMap) -> Self {
+    pub fn new(map: impl Into<Arc<SeatMap>>) -> Self {
+        let map = map.into();
         let mut rows = Vec::new();
         let mut sections = Vec::new();
-        let mut by_row = HashMap::new();
         let mut section_by_code = HashMap::new();
         let mut next: u32 = 0;
         for (si, section) in map.sections.iter().enumerate() {
@@ -593,7 +710,6 @@ impl SeatLayout {
             if let Some(zone) = &section.standing {
                 // Validated: the capacity fits a place number.
                 let places = zone.capacity.min(u32::from(u16::MAX)) as u16;
-                by_row.insert((section.code.clone(), standing_row()), rows.len());
                 rows.push(RowSpan {
                     section: si as u32,
                     row: 0,
@@ -605,7 +721,6 @@ impl SeatLayout {
                 next += u32::from(places);
             }
             for (ri, row) in section.rows.iter().enumerate() {
-                by_row.insert((section.code.clone(), row.name.clone()), rows.len());
                 rows.push(RowSpan {
                     section: si as u32,
                     row: ri as u32,
@@ -618,13 +733,30 @@ impl SeatLayout {
             }
             sections.push(first..rows.len());
         }
-        Self {
+        let mut layout = Self {
             rows,
             sections,
-            by_row,
+            rows_by_name: Vec::new(),
             section_by_code,
             seats: next,
             map,
+        };
+        let mut rows_by_name: Vec<u32> = (0..layout.rows.len() as u32).collect();
+        for range in &layout.sections {
+            rows_by_name[range.clone()].sort_by(|&a, &b| layout.row_name(a).cmp(layout.row_name(b)));
+        }
+        layout.rows_by_name = rows_by_name;
+        layout
+    }
+
+    /// The name of the row at a position in `rows` ([`STANDING_ROW`] for a standing zone).
+    fn row_name(&self, position: u32) -> &str {
+        let span = &self.rows[position as usize];
+        match span.standing {
+            true => STANDING_ROW,
+            false => self.map.sections[span.section as usize].rows[span.row as usize]
+                .name
+                .as_str(),
         }
     }
 
@@ -642,7 +774,12 @@ impl SeatLayout {
     }
 
     pub fn index_of(&self, seat: &SeatId) -> Option<u32> {
-        let row = &self.rows[*self.by_row.get(&(seat.section.clone(), seat.row.clone()))?];
+        let section = self.section_index(&seat.section)?;
+        let by_name = &self.rows_by_name[self.sections[section].clone()];
+        let at = by_name
+            .binary_search_by(|&position| self.row_name(position).cmp(seat.row.as_str()))
+            .ok()?;
+        let row = &self.rows[by_name[at] as usize];
         (seat.number >= 1 && seat.number <= row.seats).then(|| row.start + u32::from(seat.number) - 1)
     }
 
@@ -711,6 +848,50 @@ impl SeatLayout {
 mod tests {
     use super::*;
     use crate::testsuite::{seat_map, seated, standing};
+
+    #[test]
+    fn a_row_keeps_its_attributes_on_the_heap_only_when_it_has_any() {
+        assert!(std::mem::size_of::<Row>() <= 32, "{} bytes", std::mem::size_of::<Row>());
+        let plain: Row = serde_json::from_str(r#"{"name":"A","seats":10,"tier":"STD"}"#).unwrap();
+        assert_eq!(plain.attributes, RowAttributes::default());
+        assert!(plain.attributes.aisle.is_empty());
+        assert_eq!(
+            serde_json::to_string(&plain).unwrap(),
+            r#"{"name":"A","seats":10,"tier":"STD"}"#
+        );
+        let text = r#"{"name":"A","seats":10,"tier":"STD","wheelchair":[1],"companion":[2],"aisle":[1,10]}"#;
+        let special: Row = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            (
+                special.attributes.wheelchair.as_slice(),
+                special.attributes.aisle.as_slice()
+            ),
+            (&[1][..], &[1, 10][..])
+        );
+        assert_eq!(serde_json::to_string(&special).unwrap(), text);
+        assert_eq!(RowAttributes::from(SeatAttributes::default()), RowAttributes::default());
+    }
+
+    #[test]
+    fn codes_are_inline_and_behave_like_their_text() {
+        // A seat id is its two codes and a number: nothing on the heap.
+        assert_eq!(std::mem::size_of::<SeatId>(), 16);
+        let names = ["A", "AA", "AB", "B", "10", "9", "ZZZZ"];
+        let mut codes: Vec<RowName> = names.iter().map(|n| RowName::parse(n).unwrap()).collect();
+        let mut texts = names.to_vec();
+        codes.sort();
+        texts.sort();
+        assert_eq!(codes.iter().map(RowName::as_str).collect::<Vec<_>>(), texts);
+        let tier = TierCode::parse("SIXTEENCHARSLONG").unwrap();
+        assert_eq!(serde_json::to_string(&tier).unwrap(), "\"SIXTEENCHARSLONG\"");
+        assert_eq!(serde_json::from_str::<TierCode>("\"SIXTEENCHARSLONG\"").unwrap(), tier);
+        assert_eq!(format!("{tier:?}"), "TierCode(\"SIXTEENCHARSLONG\")");
+        // Escaped text is read too; what parse refuses, reading refuses.
+        assert_eq!(serde_json::from_str::<RowName>("\"\\u0041\"").unwrap().as_str(), "A");
+        assert!(serde_json::from_str::<TierCode>("\"SEVENTEENCHARSLNG\"").is_err());
+        assert!(serde_json::from_str::<SectionCode>("\"a\"").is_err());
+        assert!(serde_json::from_str::<SectionCode>("7").is_err());
+    }
 
     pub(crate) fn small_map() -> SeatMap {
         seat_map(

@@ -62,7 +62,7 @@ pub fn sample_event(event_id: EventId, onsale: DateTime<Utc>, seat_map: SeatMap)
         max_seats_per_customer: None,
         allow_orphan_seats: false,
         currency: Currency::parse("EUR").unwrap(),
-        seat_map,
+        seat_map: seat_map.into(),
     }
 }
 

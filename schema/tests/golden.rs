@@ -93,7 +93,7 @@ fn eras_tour() -> EventScheduled {
         max_seats_per_customer: None,
         allow_orphan_seats: false,
         currency: Currency::parse("EUR").unwrap(),
-        seat_map: seat_map(),
+        seat_map: seat_map().into(),
     }
 }
 
@@ -242,7 +242,12 @@ fn seat_cases() -> Vec<(&'static str, Envelope)> {
         ),
         (
             "seat_map_changed",
-            envelope(2, Event::SeatMapChanged(SeatMapChanged { seat_map: seat_map() })),
+            envelope(
+                2,
+                Event::SeatMapChanged(SeatMapChanged {
+                    seat_map: seat_map().into(),
+                }),
+            ),
         ),
         (
             "seats_reserved",
@@ -362,7 +367,7 @@ fn zone_cases() -> Vec<(&'static str, Envelope)> {
             scheduled(
                 21,
                 EventScheduled {
-                    seat_map: zone_seat_map(),
+                    seat_map: zone_seat_map().into(),
                     ..riverside(4, "Summer Sessions", "Fontaines D.C.", at(8, 20, 20, 0, 0))
                 },
             ),

@@ -407,7 +407,7 @@ mod tests {
         );
 
         let new_map = Event::SeatMapChanged(SeatMapChanged {
-            seat_map: map(&[(1, "STD")]),
+            seat_map: map(&[(1, "STD")]).into(),
         });
         state.apply(&[record(2, id, new_map)]);
         let doc = state.doc(&id).unwrap();

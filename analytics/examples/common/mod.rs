@@ -56,7 +56,7 @@ pub fn bench_event(
         // Seats are picked at random here, whatever they leave alone: the no-orphan rule is off.
         allow_orphan_seats: true,
         currency: Currency::parse("EUR")?,
-        seat_map: map,
+        seat_map: map.into(),
     })
 }
 

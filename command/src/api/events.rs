@@ -131,7 +131,7 @@ pub(super) async fn create_event(
         max_seats_per_customer: body.max_seats_per_customer,
         allow_orphan_seats: body.allow_orphan_seats,
         currency: body.currency,
-        seat_map: body.seat_map,
+        seat_map: body.seat_map.into(),
     };
     let outcome = send_command(&state, event_id, Command::Schedule(Box::new(info)), &headers, key).await?;
     let mut headers = position_header(outcome.position);

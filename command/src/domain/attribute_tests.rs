@@ -240,7 +240,8 @@ fn an_aisle_block_comes_before_the_front_row() {
     seat_map.sections[0].rows[1].attributes = SeatAttributes {
         aisle: vec![1, 10],
         ..SeatAttributes::default()
-    };
+    }
+    .into();
     let mut sim = Sim::new(seat_map);
     sim.reserve(1, 1, aisle_only(3)).unwrap();
     sim.reserve(2, 2, aisle_only(3)).unwrap();
@@ -724,7 +725,7 @@ fn row_map(seats: u16, attributes: &SeatAttributes) -> SeatMap {
         name: frontrow_schema::seatmap::RowName::parse("1").unwrap(),
         seats,
         tier: TierCode::parse("STD").unwrap(),
-        attributes: attributes.clone(),
+        attributes: attributes.clone().into(),
     }];
     seat_map
 }

@@ -397,11 +397,11 @@ fn change_seat_map(
         return Err(Rejection::OnsaleStarted);
     }
     seat_map.validate()?;
-    if &state.info.seat_map == seat_map {
+    if *state.info.seat_map == *seat_map {
         return Ok(vec![]);
     }
     Ok(vec![Event::SeatMapChanged(SeatMapChanged {
-        seat_map: seat_map.clone(),
+        seat_map: seat_map.clone().into(),
     })])
 }
 

@@ -120,7 +120,7 @@ impl Venue {
                     name: RowName::parse(&(r + 1).to_string()).unwrap(),
                     seats: row.seats.len() as u16,
                     tier: TierCode::parse("STD").unwrap(),
-                    attributes: row.attributes.clone(),
+                    attributes: row.attributes.clone().into(),
                 })
                 .collect(),
             standing: None,

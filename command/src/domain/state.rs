@@ -12,12 +12,15 @@ use frontrow_schema::*;
 
 use super::queue::QueueState;
 
-/// Where one seat is in its life cycle.
+/// Where one seat is in its life cycle: one byte per seat, in layout order. Which reservation
+/// holds or owns a seat is the reservation's to say ([`Reservation::seats`],
+/// [`EventState::holder_of`]): no decision needs it by seat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum SeatState {
     Available,
-    Held(ReservationId),
-    Booked(ReservationId),
+    Held,
+    Booked,
     /// The organizer keeps it out of the sale (see [`EventState::withheld`]).
     Withheld,
 }
@@ -28,8 +31,8 @@ impl SeatState {
     pub fn letter(self) -> char {
         match self {
             SeatState::Available => 'A',
-            SeatState::Held(_) => 'H',
-            SeatState::Booked(_) => 'B',
+            SeatState::Held => 'H',
+            SeatState::Booked => 'B',
             SeatState::Withheld => 'W',
         }
     }
@@ -83,8 +86,8 @@ impl Counts {
     fn slot(&mut self, seat: SeatState) -> &mut u32 {
         match seat {
             SeatState::Available => &mut self.available,
-            SeatState::Held(_) => &mut self.held,
-            SeatState::Booked(_) => &mut self.booked,
+            SeatState::Held => &mut self.held,
+            SeatState::Booked => &mut self.booked,
             SeatState::Withheld => &mut self.withheld,
         }
     }
@@ -196,8 +199,8 @@ impl EventState {
         }
         for r in snapshot.reservations {
             let seat = match r.status {
-                ReservationStatus::Held => Some(SeatState::Held(r.id)),
-                ReservationStatus::Booked => Some(SeatState::Booked(r.id)),
+                ReservationStatus::Held => Some(SeatState::Held),
+                ReservationStatus::Booked => Some(SeatState::Booked),
                 ReservationStatus::Released(_) => None,
             };
             if let Some(seat) = seat {
@@ -265,7 +268,7 @@ impl EventState {
             Event::SeatsReserved(e) => {
                 let seats = self.indexes(&e.seats);
                 for &i in &seats {
-                    self.set_seat(i, SeatState::Held(e.reservation_id));
+                    self.set_seat(i, SeatState::Held);
                 }
                 if let Some(key) = idempotency_key {
                     self.idempotency
@@ -295,7 +298,7 @@ impl EventState {
             Event::SeatsBooked(e) => {
                 let seats = self.indexes(&e.seats);
                 for &i in &seats {
-                    self.set_seat(i, SeatState::Booked(e.reservation_id));
+                    self.set_seat(i, SeatState::Booked);
                 }
                 if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
                     r.status = ReservationStatus::Booked;
@@ -366,6 +369,17 @@ impl EventState {
         if list.is_empty() {
             self.live.remove(&r.customer);
         }
+    }
+
+    /// The live reservation (held or booked) whose seats include this one, if any: found from the
+    /// customers' live reservations, not kept per seat.
+    pub fn holder_of(&self, index: u32) -> Option<ReservationId> {
+        self.live
+            .values()
+            .flatten()
+            .filter_map(|id| self.reservations.get(id))
+            .find(|r| r.seats.contains(&index))
+            .map(|r| r.id)
     }
 
     /// Seats the customer holds or owns right now.

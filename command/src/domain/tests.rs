@@ -6,6 +6,7 @@
 //! check after every step what must hold whatever the customers and the payment provider do.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use frontrow_schema::testsuite::{self, seated};
@@ -269,9 +270,11 @@ impl Then {
 }
 
 /// The state of one seat in a state returned by `then_events`.
-fn seat_state(state: &Option<EventState>, id: &str) -> SeatState {
+/// A seat's state and the live reservation holding or owning it.
+fn seat_state(state: &Option<EventState>, id: &str) -> (SeatState, Option<ReservationId>) {
     let state = state.as_ref().unwrap();
-    state.seats[state.layout.index_of(&seat(id)).unwrap() as usize]
+    let index = state.layout.index_of(&seat(id)).unwrap();
+    (state.seats[index as usize], state.holder_of(index))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -410,7 +413,7 @@ fn max_seats_per_order_must_be_1_to_the_limit() {
 #[test]
 fn an_invalid_seat_map_is_refused() {
     let mut info = event_info();
-    info.seat_map.sections.clear();
+    Arc::make_mut(&mut info.seat_map).sections.clear();
     refused(info, Rejection::InvalidSeatMap(SeatMapError::NoSections));
 }
 
@@ -425,9 +428,14 @@ fn a_retried_schedule_ignores_a_seat_map_changed_since() {
     // same event.
     let mut smaller = seat_map();
     smaller.sections.pop();
-    Given::new([scheduled(), Event::SeatMapChanged(SeatMapChanged { seat_map: smaller })])
-        .schedule(event_info())
-        .then_nothing();
+    Given::new([
+        scheduled(),
+        Event::SeatMapChanged(SeatMapChanged {
+            seat_map: smaller.into(),
+        }),
+    ])
+    .schedule(event_info())
+    .then_nothing();
 }
 
 #[test]
@@ -500,7 +508,9 @@ fn other_map() -> SeatMap {
 fn the_organizer_changes_the_seat_map_before_the_onsale() {
     let state = Given::scheduled()
         .when(change_map(other_map()), at(-1))
-        .then_events([Event::SeatMapChanged(SeatMapChanged { seat_map: other_map() })]);
+        .then_events([Event::SeatMapChanged(SeatMapChanged {
+            seat_map: other_map().into(),
+        })]);
     assert_eq!(state.unwrap().counts.available, 25);
 }
 
@@ -562,7 +572,7 @@ fn explicit_seats_are_held_at_their_price_for_the_hold_duration() {
             amount: eur(GOLD + STD),
             admission_ticket: None,
         })]);
-    assert_eq!(seat_state(&state, "A-1-2"), SeatState::Held(rid(1)));
+    assert_eq!(seat_state(&state, "A-1-2"), (SeatState::Held, Some(rid(1))));
     assert_eq!(state.unwrap().counts, counts(28, 2, 0, 0));
 }
 
@@ -843,7 +853,7 @@ fn cancelling_a_booking_refunds_it_and_frees_its_seats() {
         ),
         released(1, &["A-1-1", "A-2-1"], ReleaseReason::Refunded),
     ]);
-    assert_eq!(seat_state(&state, "A-1-1"), SeatState::Available);
+    assert_eq!(seat_state(&state, "A-1-1"), (SeatState::Available, None));
     assert_eq!(state.unwrap().counts.booked, 0);
 }
 
@@ -955,7 +965,7 @@ fn ann_pays(since: impl IntoIterator<Item = Event>, minute: i64) -> (Then, Payme
 fn a_payment_books_a_hold() {
     let (then, paid) = ann_pays([], 3);
     let state = then.then_events([booked(1, "ann", &["A-1-1", "A-1-2"], paid, false)]);
-    assert_eq!(seat_state(&state, "A-1-2"), SeatState::Booked(rid(1)));
+    assert_eq!(seat_state(&state, "A-1-2"), (SeatState::Booked, Some(rid(1))));
     assert_eq!(state.unwrap().counts, counts(28, 0, 2, 0));
 }
 
@@ -982,7 +992,7 @@ fn a_wrong_amount_is_refunded_and_the_hold_stays() {
     let state = Given::new(ann_holds())
         .when(pay(1, paid.clone()), at(3))
         .then_events([refunded(1, "ann", paid, RefundReason::AmountMismatch)]);
-    assert_eq!(seat_state(&state, "A-1-1"), SeatState::Held(rid(1)));
+    assert_eq!(seat_state(&state, "A-1-1"), (SeatState::Held, Some(rid(1))));
 }
 
 #[test]
@@ -1030,7 +1040,7 @@ fn a_late_payment_is_refunded_if_a_seat_was_taken() {
     let expired = released(1, &["A-1-1", "A-1-2"], ReleaseReason::Expired);
     let (then, paid) = ann_pays([expired, reserved(2, "bob", &["A-1-2"], 15)], 20);
     let state = then.then_events([refunded(1, "ann", paid, RefundReason::SeatsTaken)]);
-    assert_eq!(seat_state(&state, "A-1-2"), SeatState::Held(rid(2)));
+    assert_eq!(seat_state(&state, "A-1-2"), (SeatState::Held, Some(rid(2))));
 }
 
 #[test]
@@ -1212,7 +1222,7 @@ fn a_late_payment_that_would_go_over_the_limit_is_refunded() {
     let state = Given::new(events)
         .when(pay(1, paid.clone()), at(13))
         .then_events([refunded(1, "ann", paid, RefundReason::CustomerLimit)]);
-    assert_eq!(seat_state(&state, "A-1-1"), SeatState::Available);
+    assert_eq!(seat_state(&state, "A-1-1"), (SeatState::Available, None));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1506,8 +1516,8 @@ fn check_holds_and_bookings(state: &EventState) {
     let mut owner: HashMap<u32, ReservationId> = HashMap::new();
     for r in state.reservations.values() {
         let expected = match r.status {
-            ReservationStatus::Held => SeatState::Held(r.id),
-            ReservationStatus::Booked => SeatState::Booked(r.id),
+            ReservationStatus::Held => SeatState::Held,
+            ReservationStatus::Booked => SeatState::Booked,
             ReservationStatus::Released(_) => continue,
         };
         for &i in &r.seats {
@@ -1522,14 +1532,14 @@ fn check_holds_and_bookings(state: &EventState) {
         }
     }
     for (i, seat) in state.seats.iter().enumerate() {
-        let (SeatState::Held(id) | SeatState::Booked(id)) = seat else {
+        if !matches!(seat, SeatState::Held | SeatState::Booked) {
             continue;
-        };
-        assert_eq!(
-            owner.get(&(i as u32)),
-            Some(id),
-            "seat {i} is {seat:?} but its reservation is not live"
+        }
+        assert!(
+            owner.contains_key(&(i as u32)),
+            "seat {i} is {seat:?} but no live reservation has it"
         );
+        assert_eq!(state.holder_of(i as u32).as_ref(), owner.get(&(i as u32)));
     }
 }
 
@@ -1545,8 +1555,9 @@ fn check_bookings_stay_booked(before: &EventState, after: &EventState, events: &
         .map(|s| before.layout.index_of(s).unwrap())
         .collect();
     for (i, (was, now)) in before.seats.iter().zip(&after.seats).enumerate() {
-        if let SeatState::Booked(_) = was {
-            let ok = now == was || (*now == SeatState::Available && refunded.contains(&(i as u32)));
+        if let SeatState::Booked = was {
+            let same = now == was && after.holder_of(i as u32) == before.holder_of(i as u32);
+            let ok = same || (*now == SeatState::Available && refunded.contains(&(i as u32)));
             assert!(ok, "booked seat {i} went from {was:?} to {now:?} with {events:#?}");
         }
     }
@@ -1576,7 +1587,8 @@ fn check_expiry(before: &EventState, after: &EventState, id: ReservationId, even
     );
     for (i, (was, now)) in before.seats.iter().zip(&after.seats).enumerate() {
         if r.seats.contains(&(i as u32)) {
-            assert_eq!((*was, *now), (SeatState::Held(id), SeatState::Available));
+            assert_eq!((*was, *now), (SeatState::Held, SeatState::Available));
+            assert_eq!(before.holder_of(i as u32), Some(id));
         } else {
             assert_eq!(was, now, "an expiry of {id} changed seat {i}");
         }
@@ -1589,8 +1601,8 @@ fn check_counts(state: &EventState) {
     for seat in &state.seats {
         match seat {
             SeatState::Available => recount.available += 1,
-            SeatState::Held(_) => recount.held += 1,
-            SeatState::Booked(_) => recount.booked += 1,
+            SeatState::Held => recount.held += 1,
+            SeatState::Booked => recount.booked += 1,
             SeatState::Withheld => recount.withheld += 1,
         }
     }
@@ -1665,8 +1677,18 @@ proptest! {
 fn an_old_event_whose_prices_do_not_add_up_in_an_amount_refuses_the_order() {
     // Recorded before prices were bounded: the log keeps what it has, the sum is checked.
     let mut info = event_info();
-    info.seat_map.tiers[0].price = i64::MAX;
+    Arc::make_mut(&mut info.seat_map).tiers[0].price = i64::MAX;
     Given::new([Event::EventScheduled(info)])
         .when(reserve("ann", 1, &["A-1-1", "A-1-2"], "k1"), at(1))
         .then_rejected(Rejection::AmountTooLarge);
+}
+
+#[test]
+fn a_seat_is_one_byte_and_a_layout_keeps_no_per_seat_table() {
+    // Ten million seats in one node: every byte of a seat's state is 10 MB there.
+    assert_eq!(std::mem::size_of::<SeatState>(), 1);
+    let state = EventState::scheduled(event_info(), None);
+    let seats = state.layout.len();
+    assert_eq!(state.seats.len(), seats);
+    assert_eq!(state.seats.capacity(), seats, "no slack behind the seat states");
 }

@@ -42,7 +42,7 @@ pub(super) fn withhold(
     for (&i, id) in indexes.iter().zip(seats) {
         match state.seats[i as usize] {
             SeatState::Available => new.push(id.clone()),
-            SeatState::Held(_) | SeatState::Booked(_) => in_sale.push(id.clone()),
+            SeatState::Held | SeatState::Booked => in_sale.push(id.clone()),
             SeatState::Withheld => {
                 let theirs = state.withheld.get(&i).map_or("", String::as_str);
                 if theirs != label {

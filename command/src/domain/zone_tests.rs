@@ -126,7 +126,11 @@ fn places_follow_the_seat_state_machine_hold_book_cancel() {
         apply(&mut state, &event, None);
     }
     let s = state.as_ref().unwrap();
-    assert_eq!(s.seats[4], SeatState::Booked(rid(1)), "FLOOR-GA-1 is index 4");
+    assert_eq!(
+        (s.seats[4], s.holder_of(4)),
+        (SeatState::Booked, Some(rid(1))),
+        "FLOOR-GA-1 is index 4"
+    );
     assert_eq!((s.counts.available, s.counts.held, s.counts.booked), (8, 0, 2));
     let cancel = Command::Cancel {
         customer: customer("ann"),

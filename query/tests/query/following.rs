@@ -121,7 +121,9 @@ async fn counts_stay_consistent_across_many_changes_and_a_new_seat_map() {
     let last = log
         .append(
             event,
-            frontrow_schema::Event::SeatMapChanged(SeatMapChanged { seat_map: small_map() }),
+            frontrow_schema::Event::SeatMapChanged(SeatMapChanged {
+                seat_map: small_map().into(),
+            }),
         )
         .await;
     assert!(catalog.wait_for(last, WAIT).await);

@@ -134,7 +134,7 @@ pub fn scheduled(event_id: EventId, title: &str, starts_at: DateTime<Utc>, seat_
         max_seats_per_customer: None,
         allow_orphan_seats: false,
         currency: eur(),
-        seat_map,
+        seat_map: seat_map.into(),
     })
 }
 

@@ -72,7 +72,7 @@ impl Projector {
         self
     }
 
-    /// Cuts reads into ledger batches of at most `rows` rows (default `ROWS_PER_BATCH`, 50,000).
+    /// Cuts reads into ledger batches of at most `rows` rows (default `ROWS_PER_BATCH`, 20,000).
     pub fn with_rows_per_batch(mut self, rows: usize) -> Self {
         self.rows_per_batch = rows.max(1);
         self
@@ -449,10 +449,12 @@ pub async fn rebuild(
 }
 
 /// Most ledger rows one batch builds in memory before it commits (a seat row is a few hundred
-/// bytes while it is being built).
-const ROWS_PER_BATCH: usize = 50_000;
+/// bytes while it is being built): about one large event's seats. A read of reservations makes
+/// a row or two a record, so only schedules and new maps are cut this fine (20,000 instead of
+/// 50,000 took a 10-million-seat catalogue's peak from 36.7 to 32.4-33.3 B/seat).
+const ROWS_PER_BATCH: usize = 20_000;
 /// Most rows the projectors of one ledger build or write at once: two full batches, so one can
-/// be built while the other is written (one alone measured no less memory).
+/// be built while the other is written.
 const ROWS_IN_FLIGHT: usize = 2 * ROWS_PER_BATCH;
 
 /// Where a read's records are cut into batches of at most `limit` rows (a record that alone

@@ -49,7 +49,7 @@ pub struct Projector {
     /// Rows being built or written at once, shared by the projectors of all partitions of one
     /// [`run`]: a ledger takes one write at a time (SQLite) or a few (PostgreSQL), so batches
     /// built beyond that only wait in memory (eight partitions each building a batch of seat
-    /// rows for a new event were 170 MB of a node holding 10 million seats).
+    /// rows for a new event cost a node building 10 million seats about 100 MB more at its peak).
     rows_in_flight: Arc<Semaphore>,
     events: HashMap<EventId, Arc<EventMeta>>,
 }

@@ -44,7 +44,7 @@ pub struct Projector {
     journal: Arc<dyn Journal>,
     ledger: Arc<dyn Ledger>,
     batch: usize,
-    /// Most rows one ledger batch builds before it commits (see [`chunk_ends`]).
+    /// Most rows one ledger batch builds before it commits (see [`chunks`]).
     rows_per_batch: usize,
     /// Rows being built or written at once, shared by the projectors of all partitions of one
     /// [`run`]: a ledger takes one write at a time (SQLite) or a few (PostgreSQL), so batches
@@ -113,7 +113,7 @@ impl Projector {
         // event scheduled writes a row per seat): each commits its own range of offsets, so
         // the rows held in memory at once stay bounded however large the events are.
         let mut start = 0;
-        for end in chunk_ends(&envelopes, self.rows_per_batch) {
+        for (end, rows) in chunks(&envelopes, self.rows_per_batch) {
             let (chunk_from, chunk_to) = (
                 if start == 0 { from } else { read.records[start].offset },
                 if end == envelopes.len() {
@@ -124,7 +124,6 @@ impl Projector {
             );
             // An injected crash abandons the first batch: nothing of the read commits.
             let crash = crash_before_commit && start == 0;
-            let rows: usize = envelopes[start..end].iter().map(projection::rows_made).sum();
             let permits = rows.clamp(1, ROWS_IN_FLIGHT) as u32;
             let budget = self.rows_in_flight.clone();
             let _building = budget.acquire_many(permits).await.expect("never closed");
@@ -458,21 +457,22 @@ const ROWS_PER_BATCH: usize = 20_000;
 const ROWS_IN_FLIGHT: usize = 2 * ROWS_PER_BATCH;
 
 /// Where a read's records are cut into batches of at most `limit` rows (a record that alone
-/// makes more is a batch of its own): the end index of each batch. A read of no records is one
-/// empty batch (it still moves the position, e.g. past Kafka's transaction markers).
-fn chunk_ends(envelopes: &[Envelope], limit: usize) -> Vec<usize> {
-    let mut ends = Vec::new();
+/// makes more is a batch of its own): the end index of each batch and the rows it makes. A read
+/// of no records is one empty batch (it still moves the position, e.g. past Kafka's
+/// transaction markers).
+fn chunks(envelopes: &[Envelope], limit: usize) -> Vec<(usize, usize)> {
+    let mut chunks = Vec::new();
     let mut rows = 0;
     for (i, envelope) in envelopes.iter().enumerate() {
         let weight = projection::rows_made(envelope);
         if rows > 0 && rows + weight > limit {
-            ends.push(i);
+            chunks.push((i, rows));
             rows = 0;
         }
         rows += weight;
     }
-    ends.push(envelopes.len());
-    ends
+    chunks.push((envelopes.len(), rows));
+    chunks
 }
 
 #[cfg(test)]
@@ -518,10 +518,13 @@ mod tests {
         let read = [small(), scheduled(), small(), scheduled(), scheduled(), small()];
         // 1 + 50 + 1 fit in 60; each later event starts a batch, and the last small record
         // joins the third event's.
-        assert_eq!(chunk_ends(&read, 60), vec![3, 4, 6]);
+        assert_eq!(chunks(&read, 60), vec![(3, 52), (4, 50), (6, 51)]);
         // An event larger than the limit is a batch of its own, never split or dropped.
-        assert_eq!(chunk_ends(&read, 10), vec![1, 2, 3, 4, 5, 6]);
-        assert_eq!(chunk_ends(&read, 1000), vec![6]);
-        assert_eq!(chunk_ends(&[], 10), vec![0], "an empty read is one empty batch");
+        assert_eq!(
+            chunks(&read, 10),
+            vec![(1, 1), (2, 50), (3, 1), (4, 50), (5, 50), (6, 1)]
+        );
+        assert_eq!(chunks(&read, 1000), vec![(6, 153)]);
+        assert_eq!(chunks(&[], 10), vec![(0, 0)], "an empty read is one empty batch");
     }
 }

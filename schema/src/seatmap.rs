@@ -116,20 +116,20 @@ macro_rules! code {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                d.deserialize_str(CodeVisitor(Self::parse))
+                d.deserialize_str(TextVisitor(Self::parse))
             }
         }
     };
 }
 
-/// Reads a code from a string without copying it first.
-struct CodeVisitor<T>(fn(&str) -> Result<T, InvalidId>);
+/// Reads a code or a seat id from a string without copying the string first.
+struct TextVisitor<T>(fn(&str) -> Result<T, InvalidId>);
 
-impl<T> serde::de::Visitor<'_> for CodeVisitor<T> {
+impl<T> serde::de::Visitor<'_> for TextVisitor<T> {
     type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a code of A-Z and 0-9")
+        f.write_str("a string")
     }
 
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
@@ -223,8 +223,7 @@ impl Serialize for SeatId {
 
 impl<'de> Deserialize<'de> for SeatId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        d.deserialize_str(TextVisitor(str::parse))
     }
 }
 
@@ -891,6 +890,14 @@ mod tests {
         assert!(serde_json::from_str::<TierCode>("\"SEVENTEENCHARSLNG\"").is_err());
         assert!(serde_json::from_str::<SectionCode>("\"a\"").is_err());
         assert!(serde_json::from_str::<SectionCode>("7").is_err());
+        // Seat ids read the same way, and a wrong type is named as before (a string).
+        let seat: SeatId = serde_json::from_str("\"101-C-\\u0037\"").unwrap();
+        assert_eq!(seat, "101-C-7");
+        let wrong = serde_json::from_str::<SeatId>("7").unwrap_err().to_string();
+        assert!(
+            wrong.starts_with("invalid type: integer `7`, expected a string"),
+            "{wrong}"
+        );
     }
 
     pub(crate) fn small_map() -> SeatMap {

@@ -31,11 +31,13 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use frontrow_journal::{Journal, JournalError, Offset, Position, Record, Scan, Snapshot};
 use frontrow_schema::partition::partition_of;
+use frontrow_schema::snapshot::SnapshotError;
 use frontrow_schema::*;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{error, info, warn};
 use uuid::Uuid;
 
+use self::snapshot::PartitionSnapshot;
 use crate::clock::Clock;
 use crate::domain::{self, Command, EventState, Rejection, ReservationStatus};
 use crate::views::{QueueTicketView, ReservationView};
@@ -515,7 +517,7 @@ struct Writer {
 }
 
 /// The format of a partition snapshot's current version: the one the query side reads
-/// (`frontrow_schema::snapshot`), pinned by `tests/golden/partition_snapshot_v1.json`.
+/// (`frontrow_schema::snapshot`), pinned by `tests/golden/partition_snapshot_v2.bin`.
 const SNAPSHOT_VERSION: u32 = frontrow_schema::snapshot::PARTITION_SNAPSHOT_VERSION;
 /// How long a writer that ends because the process stops waits for its last snapshot to be
 /// stored before it lets the store finish in the background.
@@ -525,29 +527,6 @@ const SNAPSHOT_AT_STOP: Duration = Duration::from_secs(3);
 /// runs; 2 s and more while a broker is away). A store that takes longer still lands: the next
 /// owner then restores from the snapshot before it and reads a longer tail.
 const SNAPSHOT_AT_HANDOVER: Duration = Duration::from_millis(500);
-
-/// A partition's state as of `last`: restoring it and reading on from `next` equals a replay.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct PartitionSnapshot {
-    version: u32,
-    /// The offset of the last record the state includes.
-    last: Option<Offset>,
-    /// Where reading continues after the snapshot.
-    next: Offset,
-    events: Vec<crate::domain::EventSnapshot>,
-}
-
-impl PartitionSnapshot {
-    /// The bytes the journal stores.
-    fn encode(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(self)
-    }
-
-    /// A snapshot read back from the journal (any version: the caller checks).
-    fn decode(bytes: &[u8]) -> serde_json::Result<Self> {
-        serde_json::from_slice(bytes)
-    }
-}
 
 /// A decided request waiting for its batch to be durable.
 struct Pending {
@@ -610,7 +589,7 @@ impl Writer {
                     "snapshot ahead of the log ignored"
                 )
             }
-            Some(Ok(snapshot)) if snapshot.version == SNAPSHOT_VERSION => {
+            Some(Ok(snapshot)) => {
                 from = snapshot.next;
                 self.last = snapshot.last;
                 for event in snapshot.events {
@@ -635,7 +614,12 @@ impl Writer {
                 }
                 info!(partition = self.partition, next = from, "snapshot loaded");
             }
-            Some(Ok(_)) => warn!(partition = self.partition, "snapshot of another version ignored"),
+            Some(Err(SnapshotError::Version(version))) => {
+                warn!(
+                    partition = self.partition,
+                    version, "snapshot of another version ignored"
+                )
+            }
             // A snapshot is only a shortcut: without a readable one, replay the whole log.
             Some(Err(e)) => warn!(partition = self.partition, error = %e, "unreadable snapshot ignored"),
             None => {}
@@ -1130,3 +1114,4 @@ impl Writer {
 
 #[cfg(test)]
 mod golden;
+pub(crate) mod snapshot;

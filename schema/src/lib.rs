@@ -5,7 +5,7 @@
 //! [`queue`]), the envelope every fact travels in and its versioned wire codec ([`envelope`]),
 //! and the partitioner that decides which journal partition (and so which single writer) owns an
 //! event ([`partition`]). [`snapshot`] reads the seats out of a writer's partition snapshot, a
-//! format the writer owns (both are pinned by one golden file in the command crate). The
+//! format the writer owns (both are pinned by golden files in the command crate). The
 //! `testsuite` feature adds sample seat maps and events for other crates' tests. The write side,
 //! the projectors and the query side all depend on this crate and on nothing of each other.
 

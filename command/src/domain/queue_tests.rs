@@ -124,8 +124,7 @@ impl Onsale {
         let replayed = replayed.unwrap();
         assert_eq!(replayed.queue, self.state().queue);
         assert_eq!(replayed.reservations, self.state().reservations);
-        let json = serde_json::to_vec(&self.state().snapshot()).unwrap();
-        let restored = EventState::from_snapshot(serde_json::from_slice(&json).unwrap());
+        let restored = crate::writer::snapshot::tests::through_a_snapshot(self.state());
         assert_eq!(restored.queue, self.state().queue);
         assert_eq!(restored.counts, self.state().counts);
     }

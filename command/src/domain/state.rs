@@ -123,21 +123,23 @@ pub struct EventState {
 
 /// Everything of an [`EventState`] that cannot be derived from the rest: what a snapshot
 /// stores. Seat states, counts and idempotency keys follow from the reservations.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// (`writer::snapshot` encodes it; the serde derive reads version-1 JSON snapshots.)
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct EventSnapshot {
     pub info: EventScheduled,
     pub schedule_key: Option<String>,
     pub sequence: u64,
     pub reservations: Vec<Reservation>,
     pub payments_seen: Vec<String>,
-    /// Absent in snapshots of events without a waiting room (and older snapshots).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Absent in JSON snapshots of events without a waiting room (and older ones).
+    #[serde(default)]
     pub queue: Option<QueueState>,
-    /// Absent when no seat is withheld (and in older snapshots).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Absent in JSON snapshots when no seat is withheld (and in older ones).
+    #[serde(default)]
     pub withheld: Vec<WithheldSeats>,
-    /// Absent when no organizer hold came with an `Idempotency-Key` (and in older snapshots).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Absent in JSON snapshots when no organizer hold came with an `Idempotency-Key` (and in
+    /// older ones).
+    #[serde(default)]
     pub organizer_requests: BTreeMap<String, String>,
 }
 

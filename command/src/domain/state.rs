@@ -4,6 +4,7 @@
 //! log on restart, including the idempotency keys and the provider event ids already consumed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use frontrow_schema::seatmap::SeatLayout;
@@ -99,7 +100,9 @@ pub struct EventState {
     pub info: EventScheduled,
     pub layout: SeatLayout,
     pub seats: Vec<SeatState>,
-    pub reservations: HashMap<ReservationId, Reservation>,
+    /// Shared with a snapshot being stored: taking one copies pointers, not reservations, and a
+    /// reservation that changes meanwhile is copied then (`Arc::make_mut`).
+    pub reservations: HashMap<ReservationId, Arc<Reservation>>,
     /// `(customer, Idempotency-Key)` of every reservation.
     pub idempotency: HashMap<(CustomerId, String), ReservationId>,
     /// Provider event ids already applied: a webhook is consumed at most once.
@@ -129,7 +132,9 @@ pub struct EventSnapshot {
     pub info: EventScheduled,
     pub schedule_key: Option<String>,
     pub sequence: u64,
-    pub reservations: Vec<Reservation>,
+    /// In no particular order (the encoding sorts them).
+    pub reservations: Vec<Arc<Reservation>>,
+    /// In no particular order (the encoding sorts them).
     pub payments_seen: Vec<String>,
     /// Absent in JSON snapshots of events without a waiting room (and older ones).
     #[serde(default)]
@@ -154,18 +159,15 @@ impl EventState {
             .collect()
     }
 
-    /// What a snapshot keeps of this state.
+    /// What a snapshot keeps of this state. A writer takes it on its own task, so it copies
+    /// no reservation and sorts nothing.
     pub fn snapshot(&self) -> EventSnapshot {
-        let mut reservations: Vec<Reservation> = self.reservations.values().cloned().collect();
-        reservations.sort_by_key(|r| r.id);
-        let mut payments_seen: Vec<String> = self.payments_seen.iter().cloned().collect();
-        payments_seen.sort();
         EventSnapshot {
             info: self.info.clone(),
             schedule_key: self.schedule_key.clone(),
             sequence: self.sequence,
-            reservations,
-            payments_seen,
+            reservations: self.reservations.values().cloned().collect(),
+            payments_seen: self.payments_seen.iter().cloned().collect(),
             queue: self.queue.clone(),
             withheld: self.withheld_by_label(),
             organizer_requests: self.organizer_requests.clone(),
@@ -278,7 +280,7 @@ impl EventState {
                 }
                 self.reservations.insert(
                     e.reservation_id,
-                    Reservation {
+                    Arc::new(Reservation {
                         id: e.reservation_id,
                         customer: e.customer.clone(),
                         seats,
@@ -290,7 +292,7 @@ impl EventState {
                         late: false,
                         idempotency_key: idempotency_key.map(str::to_owned),
                         admission: e.admission_ticket,
-                    },
+                    }),
                 );
                 if let (Some(ticket), Some(queue)) = (e.admission_ticket, self.queue.as_mut()) {
                     queue.hold(ticket, e.reservation_id);
@@ -302,7 +304,7 @@ impl EventState {
                 for &i in &seats {
                     self.set_seat(i, SeatState::Booked);
                 }
-                if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
+                if let Some(r) = self.reservations.get_mut(&e.reservation_id).map(Arc::make_mut) {
                     r.status = ReservationStatus::Booked;
                     r.payment = Some(e.payment.clone());
                     r.late = e.late;
@@ -315,14 +317,14 @@ impl EventState {
                 for i in self.indexes(&e.seats) {
                     self.set_seat(i, SeatState::Available);
                 }
-                if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
+                if let Some(r) = self.reservations.get_mut(&e.reservation_id).map(Arc::make_mut) {
                     r.status = ReservationStatus::Released(e.reason);
                 }
                 self.unhold(e.reservation_id);
                 self.track(e.reservation_id);
             }
             Event::PaymentRefunded(e) => {
-                if let Some(r) = self.reservations.get_mut(&e.reservation_id) {
+                if let Some(r) = self.reservations.get_mut(&e.reservation_id).map(Arc::make_mut) {
                     r.refunds.push((e.payment.clone(), e.reason));
                 }
             }
@@ -379,7 +381,7 @@ impl EventState {
         self.live
             .values()
             .flatten()
-            .filter_map(|id| self.reservations.get(id))
+            .filter_map(|id| self.reservations.get(id).map(|r| &**r))
             .find(|r| r.seats.contains(&index))
             .map(|r| r.id)
     }
@@ -401,7 +403,7 @@ impl EventState {
             .get(customer)
             .into_iter()
             .flatten()
-            .filter_map(|id| self.reservations.get(id))
+            .filter_map(|id| self.reservations.get(id).map(|r| &**r))
     }
 
     /// The reservation no longer holds seats with its admission.
@@ -446,6 +448,7 @@ impl EventState {
     pub fn due_holds(&self, now: DateTime<Utc>) -> impl Iterator<Item = &Reservation> {
         self.reservations
             .values()
+            .map(|r| &**r)
             .filter(move |r| r.status == ReservationStatus::Held && r.hold_until <= now)
     }
 }

@@ -11,7 +11,9 @@
 //! old format (see `golden.rs`).
 
 use frontrow_journal::Offset;
-use frontrow_schema::snapshot::binary::{Compact, Input, Malformed};
+use std::sync::Arc;
+
+use frontrow_schema::snapshot::binary::{Compact, Input, Malformed, put_list};
 use frontrow_schema::snapshot::{self as format, ReservationStanding, SnapshotError};
 
 use crate::domain::{EventSnapshot, QueueState, Reservation, ReservationStatus, Ticket, TicketStatus};
@@ -76,8 +78,13 @@ fn status(standing: ReservationStanding) -> ReservationStatus {
     }
 }
 
+/// Writes one event, its reservations and payments sorted, so one state gives one encoding.
 fn put_event(out: &mut Vec<u8>, event: &EventSnapshot) -> serde_json::Result<()> {
-    let reservations = event.reservations.iter().map(|r| {
+    let mut sorted: Vec<&Reservation> = event.reservations.iter().map(|r| &**r).collect();
+    sorted.sort_unstable_by_key(|r| r.id);
+    let mut payments_seen: Vec<&String> = event.payments_seen.iter().collect();
+    payments_seen.sort_unstable();
+    let reservations = sorted.into_iter().map(|r| {
         let part = move |out: &mut Vec<u8>| {
             r.id.put(out);
             r.customer.put(out);
@@ -94,7 +101,7 @@ fn put_event(out: &mut Vec<u8>, event: &EventSnapshot) -> serde_json::Result<()>
     format::put_event(out, &event.info, reservations, &event.withheld, |out| {
         event.schedule_key.put(out);
         event.sequence.put(out);
-        event.payments_seen.put(out);
+        put_list(out, payments_seen.into_iter());
         event.queue.put(out);
         event.organizer_requests.put(out);
     })
@@ -125,7 +132,7 @@ fn take_event(events: &mut Input<'_>) -> Result<EventSnapshot, SnapshotError> {
                 admission: part.take()?,
             };
             part.finish("a reservation")?;
-            Ok(reservation)
+            Ok(Arc::new(reservation))
         })
         .collect::<Result<_, Malformed>>()?;
     let mut part = entry.writer;

@@ -226,7 +226,15 @@ impl Node {
                     Ok(Err(e)) => e,
                     _ => anyhow::anyhow!("it did not listen within {START_TIMEOUT:?}"),
                 };
-                return Err(cause.context(format!("{} did not start (log: {})", self.name, self.log.display())));
+                // The log may be in a directory that goes with the run: say its end here.
+                let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+                return Err(cause.context(format!(
+                    "{} did not start (log: {}, ending:\n{tail})",
+                    self.name,
+                    self.log.display()
+                )));
             }
         }
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use frontrow_journal::Position;
 use frontrow_schema::seatmap::SeatLayout;
-use frontrow_schema::snapshot::{EventSeats, ReservationStanding};
+use frontrow_schema::snapshot::{EventSeats, ReservationStatus};
 use frontrow_schema::{Event, EventScheduled, QueueEvent, SeatId, SectionCode};
 use metrics::Gauge;
 use tokio::sync::watch;
@@ -90,9 +90,9 @@ impl LiveEvent {
         let mut event = Self::scheduled(&seats.info, at);
         for reservation in &seats.reservations {
             let to = match reservation.status {
-                ReservationStanding::Held => SeatStatus::Held,
-                ReservationStanding::Booked => SeatStatus::Booked,
-                ReservationStanding::Released(_) => continue,
+                ReservationStatus::Held => SeatStatus::Held,
+                ReservationStatus::Booked => SeatStatus::Booked,
+                ReservationStatus::Released(_) => continue,
             };
             event.set_indexes(&reservation.seats, to);
         }

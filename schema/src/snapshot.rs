@@ -64,19 +64,23 @@ crate::compact_struct!(WithheldSeats { label, seats });
 pub struct ReservationSeats {
     /// Flat seat indexes in the current seat map's layout.
     pub seats: Vec<u32>,
-    pub status: ReservationStanding,
+    pub status: ReservationStatus,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// Where one reservation is in its life cycle: the writer's (`frontrow_command::domain`) and a
+/// snapshot's, so both read it the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ReservationStanding {
+pub enum ReservationStatus {
+    /// Holding its seats until the hold's deadline.
     Held,
+    /// Paid: its seats are sold.
     Booked,
-    /// Its seats went back.
+    /// Its seats went back (or, for a late payment refund, never came).
     Released(ReleaseReason),
 }
 
-impl Compact for ReservationStanding {
+impl Compact for ReservationStatus {
     fn put(&self, out: &mut Vec<u8>) {
         match self {
             Self::Held => out.push(binary::HELD),
@@ -150,7 +154,7 @@ pub fn put_binary_header(out: &mut Vec<u8>, last: Option<u64>, next: u64, count:
 #[derive(Debug)]
 pub struct EntryReservation<'a> {
     pub seats: Vec<u32>,
-    pub status: ReservationStanding,
+    pub status: ReservationStatus,
     pub writer: Input<'a>,
 }
 
@@ -215,7 +219,7 @@ pub fn read_entry<'a>(mut entry: Input<'a>) -> Result<EventEntry<'a>, SnapshotEr
 pub fn put_event<'a, F: FnOnce(&mut Vec<u8>)>(
     out: &mut Vec<u8>,
     info: &EventScheduled,
-    reservations: impl ExactSizeIterator<Item = (&'a [u32], ReservationStanding, F)>,
+    reservations: impl ExactSizeIterator<Item = (&'a [u32], ReservationStatus, F)>,
     withheld: &[WithheldSeats],
     writer: impl FnOnce(&mut Vec<u8>),
 ) -> serde_json::Result<()> {

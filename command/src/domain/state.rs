@@ -39,17 +39,7 @@ impl SeatState {
     }
 }
 
-/// Where one reservation is in its life cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReservationStatus {
-    /// Holding its seats until `hold_until`.
-    Held,
-    /// Paid: its seats are sold.
-    Booked,
-    /// Its seats went back (or, for a late payment refund, never came).
-    Released(ReleaseReason),
-}
+pub use frontrow_schema::snapshot::ReservationStatus;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reservation {

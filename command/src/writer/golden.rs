@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use frontrow_schema::Event;
-use frontrow_schema::snapshot::{ReservationStanding, read_event_seats, read_partition_seats};
+use frontrow_schema::snapshot::{read_event_seats, read_partition_seats};
 
 use super::SNAPSHOT_VERSION;
 use super::snapshot::PartitionSnapshot;
@@ -188,20 +188,11 @@ fn a_damaged_snapshot_is_refused() {
     }
 }
 
-/// How the query side sees a reservation of the writer's.
-fn standing(status: &ReservationStatus) -> ReservationStanding {
-    match status {
-        ReservationStatus::Held => ReservationStanding::Held,
-        ReservationStatus::Booked => ReservationStanding::Booked,
-        ReservationStatus::Released(reason) => ReservationStanding::Released(*reason),
-    }
-}
-
-fn name_of(standing: &ReservationStanding) -> &'static str {
+fn name_of(standing: &ReservationStatus) -> &'static str {
     match standing {
-        ReservationStanding::Held => "held",
-        ReservationStanding::Booked => "booked",
-        ReservationStanding::Released(_) => "released",
+        ReservationStatus::Held => "held",
+        ReservationStatus::Booked => "booked",
+        ReservationStatus::Released(_) => "released",
     }
 }
 
@@ -216,12 +207,12 @@ fn the_query_side_reads_the_same_seats_from_both_golden_snapshots() {
             panic!("one event")
         };
         assert_eq!(event.info, state.info);
-        let mut read: Vec<(Vec<u32>, ReservationStanding)> =
+        let mut read: Vec<(Vec<u32>, ReservationStatus)> =
             event.reservations.iter().map(|r| (r.seats.clone(), r.status)).collect();
-        let mut kept: Vec<(Vec<u32>, ReservationStanding)> = state
+        let mut kept: Vec<(Vec<u32>, ReservationStatus)> = state
             .reservations
             .values()
-            .map(|r| (r.seats.clone(), standing(&r.status)))
+            .map(|r| (r.seats.clone(), r.status))
             .collect();
         read.sort_by_key(|r| (r.0.clone(), name_of(&r.1)));
         kept.sort_by_key(|r| (r.0.clone(), name_of(&r.1)));

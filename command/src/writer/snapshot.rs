@@ -14,9 +14,9 @@ use frontrow_journal::Offset;
 use std::sync::Arc;
 
 use frontrow_schema::snapshot::binary::{Compact, Input, Malformed, put_list};
-use frontrow_schema::snapshot::{self as format, ReservationStanding, SnapshotError};
+use frontrow_schema::snapshot::{self as format, SnapshotError};
 
-use crate::domain::{EventSnapshot, QueueState, Reservation, ReservationStatus, Ticket, TicketStatus};
+use crate::domain::{EventSnapshot, QueueState, Reservation, Ticket, TicketStatus};
 
 /// A partition's state as of `last`: restoring it and reading on from `next` equals a replay.
 #[derive(Debug, serde::Deserialize)]
@@ -62,22 +62,6 @@ impl PartitionSnapshot {
     }
 }
 
-fn standing(status: ReservationStatus) -> ReservationStanding {
-    match status {
-        ReservationStatus::Held => ReservationStanding::Held,
-        ReservationStatus::Booked => ReservationStanding::Booked,
-        ReservationStatus::Released(reason) => ReservationStanding::Released(reason),
-    }
-}
-
-fn status(standing: ReservationStanding) -> ReservationStatus {
-    match standing {
-        ReservationStanding::Held => ReservationStatus::Held,
-        ReservationStanding::Booked => ReservationStatus::Booked,
-        ReservationStanding::Released(reason) => ReservationStatus::Released(reason),
-    }
-}
-
 /// Writes one event, its reservations and payments sorted, so one state gives one encoding.
 fn put_event(out: &mut Vec<u8>, event: &EventSnapshot) -> serde_json::Result<()> {
     let mut sorted: Vec<&Reservation> = event.reservations.iter().map(|r| &**r).collect();
@@ -96,7 +80,7 @@ fn put_event(out: &mut Vec<u8>, event: &EventSnapshot) -> serde_json::Result<()>
             r.idempotency_key.put(out);
             r.admission.put(out);
         };
-        (r.seats.as_slice(), standing(r.status), part)
+        (r.seats.as_slice(), r.status, part)
     });
     format::put_event(out, &event.info, reservations, &event.withheld, |out| {
         event.schedule_key.put(out);
@@ -124,7 +108,7 @@ fn take_event(events: &mut Input<'_>) -> Result<EventSnapshot, SnapshotError> {
                 seats: r.seats,
                 amount: part.take()?,
                 hold_until: part.take()?,
-                status: status(r.status),
+                status: r.status,
                 payment: part.take()?,
                 refunds: part.take()?,
                 late: part.take()?,

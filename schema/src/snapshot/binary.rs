@@ -204,8 +204,7 @@ impl Compact for bool {
 
 impl Compact for String {
     fn put(&self, out: &mut Vec<u8>) {
-        put_varint(out, self.len() as u64);
-        out.extend_from_slice(self.as_bytes());
+        put_str(out, self);
     }
     fn take(input: &mut Input<'_>) -> Result<Self, Malformed> {
         Ok(take_str(input)?.to_owned())

@@ -190,6 +190,9 @@ struct WritersInner {
     assigned: Vec<std::sync::atomic::AtomicBool>,
     /// A re-acquire after fencing is under way.
     reacquiring: Vec<std::sync::atomic::AtomicBool>,
+    /// The partition's writer serves on a lapsed lease ([`Writers::lapse`]): the group no
+    /// longer counts this process as its owner, but has not given it to anyone else yet.
+    lapsed: Vec<Arc<AtomicBool>>,
     /// Held through each acquire of the partition, from the ownership check to serving, and
     /// through each release until its writer has ended. Two acquires at once (the group's
     /// assignment and a re-acquire after fencing) would each restore a writer, and both writers
@@ -213,6 +216,7 @@ impl Writers {
                 generations: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 assigned: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 reacquiring: (0..journal.partitions()).map(|_| Default::default()).collect(),
+                lapsed: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 acquiring: (0..journal.partitions()).map(|_| Default::default()).collect(),
                 stopping: Arc::default(),
                 journal,
@@ -252,7 +256,39 @@ impl Writers {
     pub fn assign(&self, partition: u32) -> u64 {
         let inner = &self.inner;
         inner.assigned[partition as usize].store(true, Ordering::SeqCst);
+        // A writer still serving on a lapsed lease serves this one: the acquire finds it.
+        inner.lapsed[partition as usize].store(false, Ordering::SeqCst);
         inner.generations[partition as usize].load(Ordering::SeqCst)
+    }
+
+    /// The group's lease on `partition` lapsed without the group giving it to anyone else yet:
+    /// this process lost its session (the group's coordinator went away, or the process was
+    /// paused). Its writer, if it runs, goes on serving until the group decides: the next
+    /// assignment gives the partition back ([`assign`](Self::assign) keeps the writer) or
+    /// elsewhere ([`release`](Self::release)), and a claim by another node fences it before
+    /// that node serves. A writer on a lapsed lease never claims the partition again: one whose
+    /// append fails stops instead of restoring. An acquire still under way for the lapsed lease
+    /// does not serve.
+    ///
+    /// Stopping at once, as a revocation does, would stop every writer of the cluster whenever
+    /// the broker that coordinates the group dies, for as long as the group takes to form again
+    /// on another broker (9-10 s in the chaos runs), while fencing already keeps a superseded
+    /// writer from writing.
+    pub fn lapse(&self, partition: u32) {
+        let inner = &self.inner;
+        inner.assigned[partition as usize].store(false, Ordering::SeqCst);
+        inner.generations[partition as usize].fetch_add(1, Ordering::SeqCst);
+        inner.lapsed[partition as usize].store(self.owns(partition), Ordering::SeqCst);
+    }
+
+    /// The partitions whose writers serve on a lapsed lease ([`lapse`](Self::lapse)).
+    pub fn lapsed(&self) -> Vec<u32> {
+        (0..self.partitions()).filter(|&p| self.is_lapsed(p)).collect()
+    }
+
+    /// Whether `partition`'s writer serves on a lapsed lease right now.
+    pub fn is_lapsed(&self, partition: u32) -> bool {
+        self.inner.lapsed[partition as usize].load(Ordering::SeqCst) && self.owns(partition)
     }
 
     /// [`acquire`](Self::acquire) for the assignment `assignment` returned by
@@ -284,6 +320,7 @@ impl Writers {
             batch: inner.config.batch.max(1),
             needs_restore: false,
             fenced: false,
+            lapsed: inner.lapsed[partition as usize].clone(),
             since_snapshot: 0,
             snapshot_every: inner.config.snapshot_every,
             saving: None,
@@ -338,6 +375,7 @@ impl Writers {
     /// hand (appended and answered) and exits.
     pub async fn release(&self, partition: u32) {
         self.inner.assigned[partition as usize].store(false, Ordering::SeqCst);
+        self.inner.lapsed[partition as usize].store(false, Ordering::SeqCst);
         self.inner.generations[partition as usize].fetch_add(1, Ordering::SeqCst);
         // An acquire waits until the released writer has ended: its last append must not go
         // through the producer the next writer of this process claims.
@@ -389,13 +427,15 @@ impl Writers {
     }
 
     /// Whether this process serves what it was given: `Ok(n)` when it serves all `n > 0`
-    /// partitions assigned to it, else why not (none assigned yet, or some still restoring or
-    /// re-acquiring after fencing). A load balancer sends writes only to a ready node.
+    /// partitions assigned to it (or still served on a lapsed lease), else why not (none
+    /// assigned yet, or some still restoring or re-acquiring after fencing). A load balancer
+    /// sends writes only to a ready node.
     pub fn readiness(&self) -> Result<usize, String> {
         let assigned: Vec<u32> = (0..self.partitions())
             .filter(|&p| self.inner.assigned[p as usize].load(Ordering::SeqCst))
             .collect();
-        if assigned.is_empty() {
+        let lapsed = self.lapsed().len();
+        if assigned.is_empty() && lapsed == 0 {
             return Err("this node has no partition assigned yet".into());
         }
         let waiting: Vec<String> = assigned
@@ -404,7 +444,7 @@ impl Writers {
             .map(u32::to_string)
             .collect();
         if waiting.is_empty() {
-            Ok(assigned.len())
+            Ok(assigned.len() + lapsed)
         } else {
             Err(format!(
                 "partitions {} are assigned but not served yet",
@@ -507,6 +547,8 @@ struct Writer {
     needs_restore: bool,
     /// Another node claimed the partition: this writer must not write again.
     fenced: bool,
+    /// Set while it serves on a lapsed lease (see [`Writers::lapse`]).
+    lapsed: Arc<AtomicBool>,
     /// Records written since the last snapshot, and the snapshot interval (0: never).
     since_snapshot: u64,
     snapshot_every: u64,
@@ -896,6 +938,19 @@ impl Writer {
     /// each request from the state as it now is.
     #[tracing::instrument(name = "writer_batch", skip_all, fields(partition = self.partition, size = batch.len()))]
     async fn process(&mut self, batch: Vec<Msg>) {
+        if self.needs_restore && self.lapsed.load(Ordering::SeqCst) {
+            // A restore claims the partition: on a lapsed lease that would take it from
+            // whoever the group gave it to. Stop; the group's next assignment decides.
+            warn!(
+                partition = self.partition,
+                "append failed on a lapsed lease; the writer stops instead of claiming again"
+            );
+            self.refuse(
+                batch.into_iter().filter_map(|m| m.reply),
+                &JournalError::Fenced(self.partition),
+            );
+            return;
+        }
         if self.needs_restore
             && let Err(e) = self.restore().await
         {

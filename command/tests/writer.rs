@@ -630,3 +630,63 @@ async fn an_assigned_partition_is_acquired_once_the_journal_lets_it() {
     assert!(!retrying.await.unwrap(), "a released assignment is not served");
     assert!(!writers.owns(0));
 }
+
+/// The group's lease on a partition lapses (its coordinator went away, or the process was
+/// paused) without the group giving the partition to anyone else: the writer serves on, and
+/// an assignment back to this process keeps it without claiming or restoring again. On a
+/// lapsed lease a failed append stops the writer rather than claiming the partition back from
+/// whoever the group may have given it to; a later assignment claims and restores as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_lease_serves_on_until_the_group_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let (journal, writers, id) = scheduled(&dir, WriterConfig::default()).await;
+    let claims = || journal.claims.load(Ordering::SeqCst);
+    assert_eq!(claims(), 1);
+
+    writers.lapse(0);
+    assert!(writers.is_lapsed(0));
+    assert_eq!(
+        writers.readiness(),
+        Ok(1),
+        "a node serving on a lapsed lease stays ready"
+    );
+    let held = writers.send(reserve(id, "a", &["A-1-1"], "k1")).await.unwrap();
+    assert_eq!(held.recorded, vec![EventKind::SeatsReserved]);
+
+    // Given back: the same writer goes on, with what it decided meanwhile.
+    let assignment = writers.assign(0);
+    assert!(writers.acquire_until_served(0, assignment).await);
+    assert!(!writers.is_lapsed(0));
+    assert_eq!(claims(), 1, "no claim, no restore");
+    let again = writers.send(get(id, "a", &held)).await.unwrap();
+    assert_eq!(again.reservation, held.reservation);
+
+    // Lapsed again, and an append fails: the writer stops without claiming.
+    writers.lapse(0);
+    journal.fail_next.store(true, Ordering::SeqCst);
+    let failed = writers.send(reserve(id, "b", &["A-1-2"], "k2")).await;
+    assert!(matches!(failed, Err(CommandError::Unavailable(_))), "{failed:?}");
+    let stopped = writers.send(reserve(id, "b", &["A-1-2"], "k2")).await;
+    assert!(matches!(stopped, Err(CommandError::NotOwner(0))), "{stopped:?}");
+    assert!(!writers.owns(0) && !writers.is_lapsed(0));
+    // Nothing assigned and nothing lapsed: not ready, and no request brings the writer back.
+    assert!(writers.readiness().is_err());
+    let refused = writers.send(get(id, "a", &held)).await;
+    assert!(matches!(refused, Err(CommandError::NotOwner(0))), "{refused:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(claims(), 1, "a lapsed writer never claims again");
+
+    // Assigned once more: claimed and restored from the log, which has the first hold only.
+    let assignment = writers.assign(0);
+    assert!(writers.acquire_until_served(0, assignment).await);
+    assert_eq!(claims(), 2);
+    let restored = writers.send(get(id, "a", &held)).await.unwrap();
+    assert_eq!(restored.reservation, held.reservation);
+    let taken = writers.send(reserve(id, "b", &["A-1-2"], "k2")).await.unwrap();
+    assert_eq!(taken.recorded, vec![EventKind::SeatsReserved]);
+
+    // A release ends a lapsed writer too.
+    writers.lapse(0);
+    writers.release(0).await;
+    assert!(!writers.owns(0) && !writers.is_lapsed(0));
+}

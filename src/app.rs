@@ -285,6 +285,7 @@ impl App {
                     node_url: node_url.trim_end_matches('/').to_owned(),
                     session_timeout: std::time::Duration::from_millis(settings.kafka.session_timeout_ms),
                     heartbeat_interval: std::time::Duration::from_millis(settings.kafka.heartbeat_interval_ms),
+                    static_membership: settings.kafka.static_membership,
                     replication: settings.kafka.replication,
                 };
                 let membership = ownership::join(ownership, writers.clone())

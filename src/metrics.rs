@@ -124,7 +124,7 @@ pub const METRICS: &[(&str, Kind, &str)] = &[
     (
         "frontrow_rebalances_total",
         Kind::Counter,
-        "consumer group rebalances seen by a command node, by kind (assign, revoke)",
+        "consumer group rebalances seen by a command node, by kind (assign, revoke, lapsed: its session lapsed and it serves on)",
     ),
     (
         "frontrow_sse_streams_open",

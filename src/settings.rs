@@ -186,6 +186,11 @@ pub struct KafkaOptions {
     pub session_timeout_ms: u64,
     /// Milliseconds between a command node's heartbeats (at most a third of the session).
     pub heartbeat_interval_ms: u64,
+    /// Join the command group as a static member named after the node's URL
+    /// (`group.instance.id`), so that a node coming back under the same URL, or every node
+    /// finding the group again after its coordinator moved, takes back its own partitions
+    /// without a rebalance.
+    pub static_membership: bool,
 }
 
 impl Default for KafkaOptions {
@@ -195,6 +200,7 @@ impl Default for KafkaOptions {
             min_insync_replicas: None,
             session_timeout_ms: 1000,
             heartbeat_interval_ms: 200,
+            static_membership: true,
         }
     }
 }

@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use frontrow_journal::client_config;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
@@ -50,6 +50,28 @@ pub struct OwnershipSettings {
     pub heartbeat_interval: Duration,
     /// Replication factor of the owner directory topic (`None`: as for the journal's topics).
     pub replication: Option<i32>,
+    /// Join as a static member ([`instance_id`] of the node's URL): a member that rejoins
+    /// under its instance id while the group is stable gets its partitions back without a
+    /// rebalance (KIP-345). Every member rejoins that way when the group's coordinator has
+    /// moved to another broker, so the partitions stay where they were.
+    pub static_membership: bool,
+}
+
+/// The `group.instance.id` of the node at `node_url`: the URL with every character Kafka does
+/// not take in an instance id (it takes ASCII letters and digits, `.`, `_` and `-`) as `_`.
+/// Node URLs are unique in a deployment (requests are forwarded by them), and so are these.
+pub fn instance_id(node_url: &str) -> String {
+    let url: String = node_url
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("frontrow-command-{url}")
 }
 
 /// How long a revocation waits for its writers to drain before the rebalance goes on.
@@ -129,8 +151,7 @@ pub fn directory_topic(topic: &str) -> String {
 /// Blocking; for the harness's failover figures.
 pub fn directory_history(brokers: &str, topic: &str, timeout: Duration) -> anyhow::Result<Vec<Announcement>> {
     let directory = directory_topic(topic);
-    let reader: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
+    let reader: BaseConsumer = client_config(brokers)
         .set("group.id", "frontrow-owner-history")
         .set("enable.auto.commit", "false")
         .create()?;
@@ -200,11 +221,25 @@ struct GroupContext {
 impl ClientContext for GroupContext {}
 
 impl ConsumerContext for GroupContext {
-    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
+            let partitions: Vec<u32> = tpl.elements().iter().map(|e| e.partition() as u32).collect();
+            if consumer.assignment_lost() {
+                // This node's session lapsed (the coordinator away, or this process paused):
+                // nobody else has the partitions yet. Serve on until the group decides; a
+                // claim elsewhere fences these writers first (Writers::lapse).
+                metrics::counter!("frontrow_rebalances_total", "kind" => "lapsed").increment(1);
+                warn!(
+                    ?partitions,
+                    "the group session lapsed; serving these partitions on until the group assigns them again"
+                );
+                for &partition in &partitions {
+                    self.writers.lapse(partition);
+                }
+                return;
+            }
             metrics::counter!("frontrow_rebalances_total", "kind" => "revoke").increment(1);
             // All at once: the group's rebalance (every partition's next owner) waits for this.
-            let partitions: Vec<u32> = tpl.elements().iter().map(|e| e.partition() as u32).collect();
             info!(?partitions, "partitions revoked; draining their writers");
             let drains: Vec<_> = partitions
                 .iter()
@@ -245,6 +280,18 @@ impl ConsumerContext for GroupContext {
         }
         let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
         info!(?partitions, "partitions assigned; acquiring them");
+        // The group has formed again: what this node served on a lapsed lease and was not
+        // given back is someone else's (or will be, in the next round) and stops here.
+        for partition in self.writers.lapsed() {
+            if !partitions.contains(&(partition as i32)) {
+                info!(
+                    partition,
+                    "a partition served on a lapsed lease went elsewhere; releasing it"
+                );
+                let writers = self.writers.clone();
+                self.runtime.spawn(async move { writers.release(partition).await });
+            }
+        }
         for e in tpl.elements() {
             let partition = e.partition() as u32;
             // Taken here, in the callback, so a revocation that arrives before the spawned
@@ -275,8 +322,7 @@ fn group_member(
     session_timeout: Duration,
     context: GroupContext,
 ) -> anyhow::Result<BaseConsumer<GroupContext>> {
-    let member: BaseConsumer<GroupContext> = ClientConfig::new()
-        .set("bootstrap.servers", &settings.brokers)
+    let mut member = client_config(&settings.brokers)
         .set("group.id", &settings.group)
         .set("enable.auto.commit", "false")
         .set("session.timeout.ms", session_timeout.as_millis().to_string())
@@ -289,13 +335,17 @@ fn group_member(
                 .to_string(),
         )
         .set("partition.assignment.strategy", "cooperative-sticky")
-        .create_with_context(context)?;
+        .clone();
+    if settings.static_membership {
+        member.set("group.instance.id", instance_id(&settings.node_url));
+    }
+    let member: BaseConsumer<GroupContext> = member.create_with_context(context)?;
     member.subscribe(&[&settings.topic])?;
     Ok(member)
 }
 
 fn admin(brokers: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
-    Ok(ClientConfig::new().set("bootstrap.servers", brokers).create()?)
+    Ok(client_config(brokers).create()?)
 }
 
 /// Joins the command group and starts tailing the owner directory.
@@ -317,8 +367,7 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
     let owners = Arc::new(Owners::new(settings.node_url.clone()));
     let stop = Arc::new(AtomicBool::new(false));
 
-    let tail: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &settings.brokers)
+    let tail: BaseConsumer = client_config(&settings.brokers)
         .set("group.id", "frontrow-owner-directory")
         .set("enable.auto.commit", "false")
         .set("fetch.wait.max.ms", "50")
@@ -328,12 +377,25 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
     tail.assign(&tpl)?;
     let tail_thread = {
         let (owners, stop) = (owners.clone(), stop.clone());
+        let (writers, runtime) = (writers.clone(), Handle::current());
         std::thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
                 match tail.poll(Duration::from_millis(100)) {
                     Some(Ok(m)) => {
                         if let Some((partition, url)) = entry(&m) {
                             owners.set(partition, url);
+                            // Another node serves it now (its claim has fenced this node's
+                            // writer): a writer on a lapsed lease stops without waiting for
+                            // a request to find out.
+                            if url != owners.node_url && writers.is_lapsed(partition) {
+                                info!(
+                                    partition,
+                                    owner = url,
+                                    "a partition served on a lapsed lease is served elsewhere; releasing it"
+                                );
+                                let writers = writers.clone();
+                                runtime.spawn(async move { writers.release(partition).await });
+                            }
                         }
                     }
                     Some(Err(e)) => warn!(error = %e, "owner directory read failed"),
@@ -343,8 +405,7 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
         })
     };
 
-    let announce: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", &settings.brokers)
+    let announce: ThreadedProducer<DefaultProducerContext> = client_config(&settings.brokers)
         .set("acks", "all")
         .set("linger.ms", "0")
         .create()?;
@@ -404,6 +465,20 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instance_id_is_the_node_url_in_the_characters_kafka_takes() {
+        assert_eq!(
+            instance_id("http://127.0.0.1:18081"),
+            "frontrow-command-http___127.0.0.1_18081"
+        );
+        assert_eq!(
+            instance_id("https://cmd-2.tickets.example"),
+            "frontrow-command-https___cmd-2.tickets.example"
+        );
+        // Two URLs, two ids.
+        assert_ne!(instance_id("http://10.0.0.1:8081"), instance_id("http://10.0.0.1:8082"));
+    }
 
     #[tokio::test]
     async fn a_wait_for_a_move_ends_when_the_partition_names_another_owner() {

@@ -51,6 +51,25 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the end offsets are refreshed for watchers.
 const WATERMARK_POLL: Duration = Duration::from_millis(50);
 
+/// The longest a client waits before it connects again to a broker that went away. librdkafka
+/// doubles the wait after each failed try up to 10 s by default (Kafka's Java client: 1 s), and
+/// a transactional producer asks anew which broker coordinates its transactions only when such
+/// a try fails: after a broker died, a producer whose coordinator it was kept trying it, and
+/// found the coordinator's new broker 6-13 s after the kill in the chaos runs, seconds after
+/// the cluster had moved it.
+const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// The configuration every Kafka client of FrontRow starts from: the brokers, and reconnects
+/// that back off to at most [`RECONNECT_BACKOFF_MAX`].
+pub fn client_config(brokers: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config.set("bootstrap.servers", brokers).set(
+        "reconnect.backoff.max.ms",
+        RECONNECT_BACKOFF_MAX.as_millis().to_string(),
+    );
+    config
+}
+
 /// Where the Kafka journal lives.
 #[derive(Debug, Clone)]
 pub struct KafkaSettings {
@@ -146,8 +165,7 @@ const METADATA_HINT: Duration = Duration::from_secs(1);
 const MARKER_STEP: Duration = Duration::from_millis(20);
 
 fn consumer(brokers: &str, isolation: &str) -> Result<BaseConsumer, JournalError> {
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
+    client_config(brokers)
         .set("group.id", "frontrow-journal-reader")
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
@@ -178,10 +196,7 @@ impl KafkaJournal {
         if settings.partitions == 0 {
             return Err(JournalError::Storage("a journal needs at least one partition".into()));
         }
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", &settings.brokers)
-            .create()
-            .map_err(kafka_err)?;
+        let admin: AdminClient<DefaultClientContext> = client_config(&settings.brokers).create().map_err(kafka_err)?;
         let replication = match settings.replication {
             Some(r) => r,
             None => default_replication(&settings.brokers).await?,
@@ -240,8 +255,7 @@ impl KafkaJournal {
                 Err((name, code)) => return Err(JournalError::Storage(format!("creating topic {name}: {code}"))),
             }
         }
-        let snapshots: FutureProducer = ClientConfig::new()
-            .set("bootstrap.servers", &settings.brokers)
+        let snapshots: FutureProducer = client_config(&settings.brokers)
             .set("acks", "all")
             .set("compression.type", "lz4")
             .set("message.max.bytes", MAX_SNAPSHOT_RAW_BYTES.to_string())
@@ -320,10 +334,7 @@ pub async fn default_replication(brokers: &str) -> Result<i32, JournalError> {
 /// of their own (the chaos run, benchmarks): a cluster that keeps every run's topics restarts a
 /// broker ever more slowly. A topic already gone is not an error.
 pub async fn delete_log(brokers: &str, topic: &str, also: &[String]) -> Result<(), JournalError> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .map_err(kafka_err)?;
+    let admin: AdminClient<DefaultClientContext> = client_config(brokers).create().map_err(kafka_err)?;
     let mut names = vec![topic.to_owned(), snapshot_topic(topic), history_topic(topic)];
     names.extend(also.iter().cloned());
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -354,9 +365,8 @@ fn history_topic(topic: &str) -> String {
 
 /// The configuration of a consumer in `group` that can fetch one whole snapshot record.
 fn snapshot_config(brokers: &str, group: &str) -> ClientConfig {
-    let mut config = ClientConfig::new();
+    let mut config = client_config(brokers);
     config
-        .set("bootstrap.servers", brokers)
         .set("group.id", group)
         .set("enable.auto.commit", "false")
         .set("fetch.message.max.bytes", MAX_SNAPSHOT_BYTES.to_string())
@@ -472,8 +482,7 @@ impl Inner {
             return Ok(p.clone());
         }
         let transactional_id = format!("frontrow-writer.{}.{partition}", self.settings.topic);
-        let config = ClientConfig::new()
-            .set("bootstrap.servers", &self.settings.brokers)
+        let config = client_config(&self.settings.brokers)
             .set("transactional.id", &transactional_id)
             .set("enable.idempotence", "true")
             .set("acks", "all")

@@ -22,7 +22,7 @@ mod metered;
 mod sqlite;
 
 pub use kafka::{
-    DEFAULT_SNAPSHOT_HISTORY_RETENTION, DEFAULT_TOPIC, KafkaJournal, KafkaSettings, default_min_insync,
+    DEFAULT_SNAPSHOT_HISTORY_RETENTION, DEFAULT_TOPIC, KafkaJournal, KafkaSettings, client_config, default_min_insync,
     default_replication, delete_log,
 };
 pub use lag::LagMeter;

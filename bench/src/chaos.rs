@@ -66,6 +66,17 @@ pub struct ChaosConfig {
     pub deploy_dir: PathBuf,
     /// Where the nodes' logs go (kept after the run).
     pub out_dir: PathBuf,
+    /// The kinds of fault the schedule injects ([`FAULT_KINDS`], or some of them).
+    pub kinds: Vec<&'static str>,
+}
+
+/// Every kind of fault the schedule knows: `kill -9` of a command node, SIGKILL of a broker,
+/// SIGSTOP of a command node.
+pub const FAULT_KINDS: [&str; 3] = ["kill-command", "kill-broker", "pause-command"];
+
+/// The fault kind named `name`, if the schedule knows it.
+pub fn fault_kind(name: &str) -> Option<&'static str> {
+    FAULT_KINDS.into_iter().find(|&k| k == name)
 }
 
 /// One fault the schedule injected, seconds from the start of the load.
@@ -554,10 +565,11 @@ async fn schedule(
     let mut kinds = Vec::new();
     let (first_node, first_broker) = (rng.random_range(0..COMMAND_NODES), rng.random_range(0..3usize));
     loop {
-        // The kinds come in rounds of all three, each round in a seeded order: any two faults
-        // in a row differ, and a run of three faults has every kind.
+        // The kinds come in rounds of all of them, each round in a seeded order: with all
+        // three, any two faults in a row differ, and a run of three faults has every kind.
         if kinds.is_empty() {
-            kinds = vec!["kill-command", "kill-broker", "pause-command"];
+            kinds = config.kinds.clone();
+            anyhow::ensure!(!kinds.is_empty(), "no fault kinds to inject");
             kinds.shuffle(&mut rng);
         }
         let wait = Duration::from_millis(rng.random_range(10_000..=20_000));

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use frontrow_bench::{Config, run_and_report};
 
@@ -83,6 +84,13 @@ struct Chaos {
     /// Where the nodes' logs go (`<out>/chaos-<seed>/`).
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
+    /// The kinds of fault to inject, comma-separated: kill-command, kill-broker, pause-command.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "kill-command,kill-broker,pause-command"
+    )]
+    kinds: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -183,6 +191,11 @@ async fn chaos(args: Chaos) -> anyhow::Result<()> {
         brokers: args.brokers,
         deploy_dir: frontrow_bench::chaos::deploy_dir(),
         out_dir: args.out,
+        kinds: args
+            .kinds
+            .iter()
+            .map(|k| frontrow_bench::chaos::fault_kind(k).with_context(|| format!("no fault kind {k:?}")))
+            .collect::<anyhow::Result<_>>()?,
     };
     let report = frontrow_bench::chaos::run(&config).await?;
     println!("{}", serde_json::to_string_pretty(&report)?);

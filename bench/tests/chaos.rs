@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use frontrow_bench::chaos::{CLUSTER_BROKERS, ChaosConfig, deploy_dir, run};
+use frontrow_bench::chaos::{CLUSTER_BROKERS, ChaosConfig, FAULT_KINDS, deploy_dir, run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka-cluster: run the README's test command"]
@@ -24,6 +24,7 @@ async fn a_minute_of_faults_loses_nothing_and_sells_no_seat_twice() {
         brokers: CLUSTER_BROKERS.into(),
         deploy_dir: deploy_dir(),
         out_dir: out.path().to_path_buf(),
+        kinds: FAULT_KINDS.to_vec(),
     };
     let report = run(&config).await.unwrap();
     eprintln!("{report:#?}\n{}\n{}", report.handover_summary(), report.summary());

@@ -57,12 +57,17 @@ pub struct OwnershipSettings {
     pub static_membership: bool,
 }
 
-/// The `group.instance.id` of the node at `node_url`: the URL with every character Kafka does
-/// not take in an instance id (it takes ASCII letters and digits, `.`, `_` and `-`) as `_`.
-/// Node URLs are unique in a deployment (requests are forwarded by them), and so are these.
+/// The `group.instance.id` of the node at `node_url`: readable (the URL with every character
+/// Kafka does not take in an instance id, which are ASCII letters and digits, `.`, `_` and `-`,
+/// as `_`, at most 160 of them) and unique (the first 8 bytes of the URL's SHA-256 in hex, so
+/// URLs that differ only where characters were replaced, or past the cut, still differ). The
+/// same URL gives the same id in every version: a node restarted under its URL is the same
+/// member. Node URLs are unique in a deployment (requests are forwarded by them).
 pub fn instance_id(node_url: &str) -> String {
-    let url: String = node_url
+    use sha2::{Digest, Sha256};
+    let readable: String = node_url
         .chars()
+        .take(160)
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
                 c
@@ -71,7 +76,8 @@ pub fn instance_id(node_url: &str) -> String {
             }
         })
         .collect();
-    format!("frontrow-command-{url}")
+    let digest = Sha256::digest(node_url.as_bytes());
+    format!("frontrow-command-{readable}-{}", hex::encode(&digest[..8]))
 }
 
 /// How long a revocation waits for its writers to drain before the rebalance goes on.
@@ -468,16 +474,26 @@ mod tests {
 
     #[test]
     fn an_instance_id_is_the_node_url_in_the_characters_kafka_takes() {
+        let id = instance_id("http://127.0.0.1:18081");
+        assert!(id.starts_with("frontrow-command-http___127.0.0.1_18081-"), "{id}");
         assert_eq!(
+            id,
             instance_id("http://127.0.0.1:18081"),
-            "frontrow-command-http___127.0.0.1_18081"
+            "the same URL, the same member"
         );
-        assert_eq!(
-            instance_id("https://cmd-2.tickets.example"),
-            "frontrow-command-https___cmd-2.tickets.example"
-        );
-        // Two URLs, two ids.
-        assert_ne!(instance_id("http://10.0.0.1:8081"), instance_id("http://10.0.0.1:8082"));
+        // URLs that differ only where characters were replaced, or past the readable part.
+        assert_ne!(instance_id("http://a:b"), instance_id("http://a_b"));
+        let long = format!("http://{}", "n".repeat(300));
+        assert_ne!(instance_id(&format!("{long}1")), instance_id(&format!("{long}2")));
+        for url in ["http://a:b", "https://cmd-2.tickets.example/x?y=ü", long.as_str()] {
+            let id = instance_id(url);
+            assert!(id.len() <= 249, "Kafka takes at most 249 characters: {}", id.len());
+            assert!(
+                id.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
+                "{id}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -350,6 +350,26 @@ fn group_member(
     Ok(member)
 }
 
+/// How long a stopping member waits for its revocation and its leave to be served.
+const LEAVE_WAIT: Duration = Duration::from_secs(3);
+
+/// Polls an unsubscribed member until its revocation has been served, and a moment more, so that
+/// librdkafka sends the leave before the consumer closes: the group then moves the partitions at
+/// once. A static member that closes first does not leave (KIP-345), and its partitions wait out
+/// the session (measured: 1.2-1.3 s from SIGTERM to the other node's assignment, against
+/// 0.2-0.6 s for a member that left).
+fn serve_the_leave(member: &BaseConsumer<GroupContext>) {
+    let deadline = std::time::Instant::now() + LEAVE_WAIT;
+    let assigned = || member.assignment().is_ok_and(|a| a.count() > 0);
+    while assigned() && std::time::Instant::now() < deadline {
+        let _ = member.poll(Duration::from_millis(50));
+    }
+    // The leave goes out from librdkafka's own thread once the revocation is served.
+    for _ in 0..4 {
+        let _ = member.poll(Duration::from_millis(50));
+    }
+}
+
 fn admin(brokers: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
     Ok(client_config(brokers).create()?)
 }
@@ -458,6 +478,7 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
             }
             // Leaving revokes (and drains) every partition this node still owns.
             member.unsubscribe();
+            serve_the_leave(&member);
             let _ = member.context().announce.flush(Duration::from_secs(5));
         })
     };

@@ -545,7 +545,8 @@ struct Writer {
     rx: mpsc::Receiver<Msg>,
     batch: usize,
     needs_restore: bool,
-    /// Another node claimed the partition: this writer must not write again.
+    /// Another node claimed the partition (or may have: an append failed on a lapsed lease):
+    /// this writer must not write again.
     fenced: bool,
     /// Set while it serves on a lapsed lease (see [`Writers::lapse`]).
     lapsed: Arc<AtomicBool>,
@@ -945,10 +946,10 @@ impl Writer {
                 partition = self.partition,
                 "append failed on a lapsed lease; the writer stops instead of claiming again"
             );
-            self.refuse(
-                batch.into_iter().filter_map(|m| m.reply),
-                &JournalError::Fenced(self.partition),
-            );
+            self.fenced = true;
+            for reply in batch.into_iter().filter_map(|m| m.reply) {
+                let _ = reply.send(Err(CommandError::NotOwner(self.partition)));
+            }
             return;
         }
         if self.needs_restore

@@ -200,10 +200,7 @@ impl Node {
             .with_context(|| format!("opening {}", self.log.display()))?;
         let mut command = crate::child::clean_command(binary);
         command
-            .env(
-                "FRONTROW_LOG",
-                "warn,sqlx=error,librdkafka=error,rdkafka=error,frontrow_command::ownership=info,frontrow_command::writer=info,frontrow_journal::kafka=info",
-            )
+            .env("FRONTROW_LOG", node_log_filter())
             .arg("--config")
             .arg(&self.config)
             .arg("--data-dir")
@@ -279,6 +276,16 @@ fn free_port() -> anyhow::Result<u16> {
 
 fn secret(rng: &mut StdRng) -> String {
     (0..48).map(|_| rng.sample(rand::distr::Alphanumeric) as char).collect()
+}
+
+/// What the nodes log: ownership and claims, or `FRONTROW_CHAOS_LOG` (`EnvFilter` syntax) when a
+/// run is read closer (e.g. `frontrow_journal=debug,librdkafka=warn` shows every try of a claim).
+fn node_log_filter() -> String {
+    std::env::var("FRONTROW_CHAOS_LOG").unwrap_or_else(|_| {
+        "warn,sqlx=error,librdkafka=error,rdkafka=error,frontrow_command::ownership=info,\
+         frontrow_command::writer=info,frontrow_journal::kafka=info"
+            .into()
+    })
 }
 
 /// The deployment: nodes, the balancer, the brokers this run killed.

@@ -34,7 +34,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
 use rdkafka::message::{Header, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset as KafkaOffset, TopicPartitionList};
@@ -144,18 +144,10 @@ fn kafka_err(e: KafkaError) -> JournalError {
     JournalError::Storage(format!("kafka: {e}"))
 }
 
-/// How long each try of a claim waits before it starts over with a fresh producer (see
-/// [`Inner::producer`]); the last try waits [`CALL_TIMEOUT`]. In the chaos runs the dead
-/// writer's abort took the coordinator 0.5-1.4 s, so the short tries cover 1.4 s: a claim whose
-/// long try began while the abort was still going waited out librdkafka's fixed 500 ms retry.
-const CLAIM_TRIES: [Duration; 6] = [
-    Duration::from_millis(250),
-    Duration::from_millis(250),
-    Duration::from_millis(250),
-    Duration::from_millis(250),
-    Duration::from_millis(400),
-    CALL_TIMEOUT,
-];
+/// How long each call of a claim's `init_transactions` waits before the claim calls again (see
+/// [`Inner::producer`]). The call resumes the same request: one still on its way is waited for,
+/// one the coordinator refused is asked again at once instead of after librdkafka's fixed 500 ms.
+const CLAIM_STEP: Duration = Duration::from_millis(25);
 
 /// The longest a read's seek waits for the topic's metadata (see [`Inner::read_blocking`]).
 const METADATA_HINT: Duration = Duration::from_secs(1);
@@ -186,6 +178,40 @@ fn is_fenced(e: &KafkaError) -> bool {
     match e {
         KafkaError::Transaction(t) => t.is_fatal() || fenced_code(t.code()),
         other => other.rdkafka_error_code().is_some_and(fenced_code),
+    }
+}
+
+/// The transactional id of `partition`'s writer: whoever initialises it fences every producer
+/// that had it before.
+pub fn writer_transactional_id(topic: &str, partition: u32) -> String {
+    format!("frontrow-writer.{topic}.{partition}")
+}
+
+/// A claim: `init_transactions` until the coordinator gives `producer` the partition's id (fencing
+/// every earlier writer), a fatal answer, or `deadline`.
+///
+/// In a failover the dead writer's transaction is usually still open: the coordinator answers the
+/// first InitProducerId with CONCURRENT_TRANSACTIONS while it aborts it, and librdkafka asks again
+/// only after a fixed 500 ms. Each call here resumes the claim ([`CLAIM_STEP`] at a time), and a
+/// resumed call asks again at once; a request still on its way is left to answer (the answer to
+/// the epoch bump comes only once the coordinator's log has it, which took over 250 ms under load).
+fn claim_blocking(producer: &FutureProducer, partition: u32, deadline: Instant) -> KafkaResult<()> {
+    let began = Instant::now();
+    loop {
+        let result = producer.init_transactions(CLAIM_STEP);
+        match &result {
+            Err(KafkaError::Transaction(e)) if e.is_retriable() && Instant::now() < deadline => {
+                if e.code() != RDKafkaErrorCode::OperationTimedOut {
+                    debug!(
+                        partition,
+                        at_ms = began.elapsed().as_millis(),
+                        error = %e,
+                        "claim refused for now; asking again"
+                    );
+                }
+            }
+            _ => return result,
+        }
     }
 }
 
@@ -481,46 +507,30 @@ impl Inner {
         if let Some(p) = slot.as_ref() {
             return Ok(p.clone());
         }
-        let transactional_id = format!("frontrow-writer.{}.{partition}", self.settings.topic);
-        let config = client_config(&self.settings.brokers)
+        let transactional_id = writer_transactional_id(&self.settings.topic, partition);
+        let began = Instant::now();
+        let producer: FutureProducer = client_config(&self.settings.brokers)
             .set("transactional.id", &transactional_id)
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("linger.ms", "0")
             .set("transaction.timeout.ms", "10000")
             .set("message.timeout.ms", "10000")
-            .clone();
-        // The claim of a failover: the dead writer's transaction is usually still open, and the
-        // coordinator answers the first InitProducerId with CONCURRENT_TRANSACTIONS while it
-        // aborts it, which librdkafka retries only after a fixed 500 ms. A fresh producer asks
-        // again at once, so a claim that has not finished in a short while starts over (each
-        // try fences the ones before it); the last try waits the full call timeout.
-        let mut tries = CLAIM_TRIES.iter().enumerate();
-        let producer = loop {
-            let Some((i, &wait)) = tries.next() else {
-                return Err(JournalError::Storage("kafka: no claim was tried".into()));
-            };
-            let producer: Arc<FutureProducer> = Arc::new(config.create().map_err(kafka_err)?);
-            let p = producer.clone();
-            let initialised = tokio::task::spawn_blocking(move || p.init_transactions(wait))
-                .await
-                .map_err(|e| JournalError::Storage(e.to_string()))?;
-            match initialised {
-                Ok(()) => break producer,
-                // A try that ran out of time answers with the error it last retried (the
-                // coordinator busy aborting, not yet elected, or moving), not with a timeout;
-                // only a fenced or fatal one ends the claim before the last try.
-                Err(e) if i + 1 < CLAIM_TRIES.len() && !is_fenced(&e) => {
-                    debug!(partition, ?wait, error = %e, "claim not done yet; asking again with a fresh producer");
-                    // Gone before the next one asks, so no late answer of its can outrank it.
-                    let _ = tokio::task::spawn_blocking(move || drop(producer)).await;
-                }
-                Err(e) => return Err(kafka_err(e)),
-            }
-        };
+            .create()
+            .map_err(kafka_err)?;
+        // A producer whose claim failed is dropped there too: librdkafka's destroy blocks.
+        let deadline = began + CALL_TIMEOUT;
+        let producer = tokio::task::spawn_blocking(move || {
+            claim_blocking(&producer, partition, deadline).map(|()| Arc::new(producer))
+        })
+        .await
+        .map_err(|e| JournalError::Storage(e.to_string()))?
+        .map_err(kafka_err)?;
         info!(
             partition,
-            transactional_id, "partition claimed: earlier writers are fenced"
+            transactional_id,
+            took_ms = began.elapsed().as_millis(),
+            "partition claimed: earlier writers are fenced"
         );
         *slot = Some(producer.clone());
         Ok(producer)

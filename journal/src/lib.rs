@@ -23,7 +23,7 @@ mod sqlite;
 
 pub use kafka::{
     DEFAULT_SNAPSHOT_HISTORY_RETENTION, DEFAULT_TOPIC, KafkaJournal, KafkaSettings, client_config, default_min_insync,
-    default_replication, delete_log,
+    default_replication, delete_log, writer_transactional_id,
 };
 pub use lag::LagMeter;
 pub use metered::Metered;

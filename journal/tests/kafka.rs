@@ -83,6 +83,52 @@ async fn a_second_writer_fences_the_first() {
     assert_eq!(values, vec!["by-first", "by-second"]);
 }
 
+/// A failover's claim: the dead writer died inside a transaction, so the coordinator refuses the
+/// first InitProducerId (CONCURRENT_TRANSACTIONS) while it aborts that transaction. The claim asks
+/// again until it has the partition; the dead writer's record is never read, the new writer's
+/// is. (How long the claim took is printed, not checked.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn a_claim_aborts_the_open_transaction_of_a_writer_that_died() {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let topic = own_topic("dead");
+    let journal = claimed(&topic, 2, 1).await;
+    journal.append(1, vec![rec("before")]).await.unwrap();
+    drop(journal);
+
+    // A writer that dies mid-transaction: its record sent, neither committed nor aborted.
+    let dead: BaseProducer = frontrow_journal::client_config(&brokers())
+        .set("transactional.id", frontrow_journal::writer_transactional_id(&topic, 1))
+        .create()
+        .unwrap();
+    let timeout = std::time::Duration::from_secs(10);
+    dead.init_transactions(timeout).unwrap();
+    dead.begin_transaction().unwrap();
+    dead.send(
+        BaseRecord::to(&topic)
+            .partition(1)
+            .key("event")
+            .payload("from-the-dead"),
+    )
+    .map_err(|(e, _)| e)
+    .unwrap();
+    dead.flush(timeout).unwrap();
+    // Killed: nothing more comes from it, and it does not abort on its way out.
+    std::mem::forget(dead);
+
+    let next = connect(&topic, 2).await;
+    let started = std::time::Instant::now();
+    next.claim(1).await.unwrap();
+    eprintln!("the claim over an open transaction took {:?}", started.elapsed());
+    next.append(1, vec![rec("after")]).await.unwrap();
+    let values: Vec<String> = read_all(&next, 1)
+        .await
+        .into_iter()
+        .map(|r| String::from_utf8(r.value).unwrap())
+        .collect();
+    assert_eq!(values, vec!["before", "after"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn an_existing_topic_must_have_the_configured_partitions() {

@@ -57,6 +57,14 @@ pub struct OwnershipSettings {
     pub static_membership: bool,
 }
 
+impl OwnershipSettings {
+    /// The heartbeat interval the member asks for with a session of `session`: the configured
+    /// one, but at most a third of the session.
+    fn heartbeat(&self, session: Duration) -> Duration {
+        self.heartbeat_interval.min(session / 3)
+    }
+}
+
 /// The `group.instance.id` of the node at `node_url`: readable (the URL with every character
 /// Kafka does not take in an instance id, which are ASCII letters and digits, `.`, `_` and `-`,
 /// as `_`, at most 160 of them) and unique (the first 8 bytes of the URL's SHA-256 in hex, so
@@ -334,11 +342,7 @@ fn group_member(
         .set("session.timeout.ms", session_timeout.as_millis().to_string())
         .set(
             "heartbeat.interval.ms",
-            settings
-                .heartbeat_interval
-                .min(session_timeout / 3)
-                .as_millis()
-                .to_string(),
+            settings.heartbeat(session_timeout).as_millis().to_string(),
         )
         .set("partition.assignment.strategy", "cooperative-sticky")
         .clone();
@@ -461,7 +465,7 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
     };
     info!(
         session_ms = settings.session_timeout.as_millis(),
-        heartbeat_ms = settings.heartbeat_interval.min(settings.session_timeout / 3).as_millis(),
+        heartbeat_ms = settings.heartbeat(settings.session_timeout).as_millis(),
         group = %settings.group,
         "joining the command group"
     );
@@ -470,7 +474,7 @@ pub async fn join(settings: OwnershipSettings, writers: Writers) -> anyhow::Resu
         let stop = stop.clone();
         std::thread::spawn(move || {
             let mut member = member;
-            let step = member_poll_step(settings.heartbeat_interval.min(settings.session_timeout / 3));
+            let step = member_poll_step(settings.heartbeat(settings.session_timeout));
             while !stop.load(Ordering::SeqCst) {
                 let polled = member.poll(step);
                 wake_for_heartbeats(&member);

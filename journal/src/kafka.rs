@@ -188,15 +188,15 @@ pub fn writer_transactional_id(topic: &str, partition: u32) -> String {
 }
 
 /// A claim: `init_transactions` until the coordinator gives `producer` the partition's id (fencing
-/// every earlier writer), a fatal answer, or `deadline`.
+/// every earlier writer), a fatal answer, or [`CALL_TIMEOUT`] after `began`.
 ///
 /// In a failover the dead writer's transaction is usually still open: the coordinator answers the
 /// first InitProducerId with CONCURRENT_TRANSACTIONS while it aborts it, and librdkafka asks again
 /// only after a fixed 500 ms. Each call here resumes the claim ([`CLAIM_STEP`] at a time), and a
 /// resumed call asks again at once; a request still on its way is left to answer (the answer to
 /// the epoch bump comes only once the coordinator's log has it, which took over 250 ms under load).
-fn claim_blocking(producer: &FutureProducer, partition: u32, deadline: Instant) -> KafkaResult<()> {
-    let began = Instant::now();
+fn claim_blocking(producer: &FutureProducer, partition: u32, began: Instant) -> KafkaResult<()> {
+    let deadline = began + CALL_TIMEOUT;
     loop {
         let result = producer.init_transactions(CLAIM_STEP);
         match &result {
@@ -519,9 +519,8 @@ impl Inner {
             .create()
             .map_err(kafka_err)?;
         // A producer whose claim failed is dropped there too: librdkafka's destroy blocks.
-        let deadline = began + CALL_TIMEOUT;
         let producer = tokio::task::spawn_blocking(move || {
-            claim_blocking(&producer, partition, deadline).map(|()| Arc::new(producer))
+            claim_blocking(&producer, partition, began).map(|()| Arc::new(producer))
         })
         .await
         .map_err(|e| JournalError::Storage(e.to_string()))?

@@ -12,6 +12,9 @@ use frontrow_command::clock::SystemClock;
 use frontrow_http::auth::Auth;
 use frontrow_schema::CustomerId;
 
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(
     name = "frontrow",

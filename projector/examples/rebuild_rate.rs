@@ -24,8 +24,16 @@ use anyhow::Context;
 use frontrow_journal::{Journal, SqliteJournal};
 use frontrow_projector::{Ledger, PgLedger, rebuild};
 
+/// The allocator the `frontrow` binary runs its rebuild with.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // The rebuild's phases (indexes deferred, built, promoted) are logged at info.
+    tracing_subscriber::fmt()
+        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "frontrow_projector=info".into()))
+        .init();
     let target: u64 = std::env::args()
         .nth(1)
         .map(|s| s.parse())

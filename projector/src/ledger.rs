@@ -99,6 +99,19 @@ pub trait Ledger: Send + Sync + 'static {
     /// Creates a new, empty generation beside this (serving) one, ready to be replayed into.
     async fn next_generation(&self) -> Result<Arc<dyn Ledger>, LedgerError>;
 
+    /// On a generation nobody reads yet: drops the indexes no write needs (those that enforce
+    /// no key or uniqueness), so a replay fills the tables without keeping them up row by row.
+    /// [`Ledger::restore_indexes`] builds them again, each in one pass over its table. A
+    /// generation left without them (a rebuild that failed) is never promoted.
+    async fn defer_indexes(&self) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
+    /// Builds the indexes [`Ledger::defer_indexes`] dropped.
+    async fn restore_indexes(&self) -> Result<(), LedgerError> {
+        Ok(())
+    }
+
     /// Makes `generation` (from [`Ledger::next_generation`]) the serving ledger in one atomic
     /// step and retires the current one. Readers see either the old or the new ledger.
     async fn promote(&self, generation: &str) -> Result<(), LedgerError>;

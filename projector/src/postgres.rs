@@ -28,7 +28,7 @@ use uuid::Uuid;
 use crate::LedgerError;
 use crate::dialect::{Dialect, fetch, ledger_migrator};
 use crate::ledger::{Batch, Ledger, Lookup};
-use crate::rows::{ALL_TABLES, Col, Op, Ty, Val};
+use crate::rows::{ALL_TABLES, APPEND_ONLY, Col, Op, Ty, Val};
 
 /// A schema name we are willing to put into SQL.
 fn check_ident(name: &str) -> Result<(), LedgerError> {
@@ -55,6 +55,8 @@ pub struct PgLedger {
     /// The schema this handle writes: `base`, or a rebuild's `base_v<n>`.
     schema: String,
     pool: PgPool,
+    /// The definitions of the indexes [`Ledger::defer_indexes`] dropped, until they are built.
+    deferred: tokio::sync::Mutex<Vec<DeferredIndex>>,
 }
 
 impl std::fmt::Debug for PgLedger {
@@ -97,6 +99,7 @@ impl PgLedger {
             base: base.to_owned(),
             schema: schema.to_owned(),
             pool,
+            deferred: tokio::sync::Mutex::default(),
         })
     }
 
@@ -117,6 +120,73 @@ impl PgLedger {
         admin.close().await;
         Ok(())
     }
+}
+
+/// An index a fresh generation can do without while it is filled, and how to build it again.
+#[derive(Debug)]
+struct DeferredIndex {
+    table: String,
+    name: String,
+    /// `CREATE INDEX …` for a plain index; for a key, the constraint (`PRIMARY KEY (…)`).
+    definition: String,
+    constraint: bool,
+}
+
+impl DeferredIndex {
+    fn drop(&self, schema: &str) -> String {
+        if self.constraint {
+            format!("ALTER TABLE {schema}.{} DROP CONSTRAINT {}", self.table, self.name)
+        } else {
+            format!("DROP INDEX {schema}.{}", self.name)
+        }
+    }
+
+    fn create(&self, schema: &str) -> String {
+        if self.constraint {
+            format!(
+                "ALTER TABLE {schema}.{} ADD CONSTRAINT {} {}",
+                self.table, self.name, self.definition
+            )
+        } else {
+            self.definition.clone()
+        }
+    }
+}
+
+/// The indexes of `schema` that no write of the projector needs: every plain index, and the
+/// keys of the tables it only appends to ([`APPEND_ONLY`]). The keys of the tables it updates,
+/// deletes from or looks up stay.
+async fn deferrable_indexes(pool: &PgPool, schema: &str) -> Result<Vec<DeferredIndex>, LedgerError> {
+    let appended: Vec<String> = APPEND_ONLY.iter().map(|t| t.name.to_owned()).collect();
+    let rows: Vec<(String, String, String, bool)> = sqlx::query_as(
+        "SELECT i.tablename::text, i.indexname::text, i.indexdef, false FROM pg_indexes i
+         WHERE i.schemaname = $1 AND NOT EXISTS (
+             SELECT 1 FROM pg_constraint c
+             JOIN pg_namespace n ON n.oid = c.connamespace
+             WHERE n.nspname = i.schemaname AND c.conname = i.indexname)
+         UNION ALL
+         SELECT t.relname::text, c.conname::text, pg_get_constraintdef(c.oid), true FROM pg_constraint c
+         JOIN pg_namespace n ON n.oid = c.connamespace
+         JOIN pg_class t ON t.oid = c.conrelid
+         WHERE n.nspname = $1 AND c.contype IN ('p', 'u') AND t.relname::text = ANY($2)
+         ORDER BY 2",
+    )
+    .bind(schema)
+    .bind(appended)
+    .fetch_all(pool)
+    .await?;
+    let mut indexes = Vec::with_capacity(rows.len());
+    for (table, name, definition, constraint) in rows {
+        check_ident(&table)?;
+        check_ident(&name)?;
+        indexes.push(DeferredIndex {
+            table,
+            name,
+            definition,
+            constraint,
+        });
+    }
+    Ok(indexes)
 }
 
 /// Binds one column of `rows` (column `i`, of type `ty`) as a PostgreSQL array.
@@ -348,6 +418,48 @@ impl Ledger for PgLedger {
         let schema = format!("{prefix}{n}");
         info!(%schema, "creating ledger generation");
         Ok(Arc::new(PgLedger::open(&self.url, &self.base, &schema, 4).await?))
+    }
+
+    async fn defer_indexes(&self) -> Result<(), LedgerError> {
+        if self.schema == self.base {
+            return Err(LedgerError::Config("the serving ledger keeps its indexes".into()));
+        }
+        let mut deferred = self.deferred.lock().await;
+        for index in deferrable_indexes(&self.pool, &self.schema).await? {
+            sqlx::query(AssertSqlSafe(index.drop(&self.schema)))
+                .execute(&self.pool)
+                .await?;
+            deferred.push(index);
+        }
+        info!(schema = %self.schema, indexes = deferred.len(), "indexes deferred until the tables are filled");
+        Ok(())
+    }
+
+    async fn restore_indexes(&self) -> Result<(), LedgerError> {
+        let mut deferred = self.deferred.lock().await;
+        let started = std::time::Instant::now();
+        let count = deferred.len();
+        // The biggest tables' first: their builds are the longest, and the rest fit beside them.
+        let mut sized = Vec::with_capacity(count);
+        for index in deferred.drain(..) {
+            let bytes: i64 = sqlx::query_scalar("SELECT pg_relation_size(to_regclass($1))")
+                .bind(format!("{}.{}", self.schema, index.table))
+                .fetch_one(&self.pool)
+                .await?;
+            sized.push((bytes, index));
+        }
+        sized.sort_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
+        // Built side by side, as many at once as the pool has connections.
+        let mut builds = tokio::task::JoinSet::new();
+        for (_, index) in sized {
+            let (pool, sql) = (self.pool.clone(), index.create(&self.schema));
+            builds.spawn(async move { sqlx::query(AssertSqlSafe(sql)).execute(&pool).await });
+        }
+        while let Some(built) = builds.join_next().await {
+            built.map_err(|e| LedgerError::Config(format!("an index build failed: {e}")))??;
+        }
+        info!(schema = %self.schema, indexes = count, seconds = started.elapsed().as_secs_f64(), "deferred indexes built");
+        Ok(())
     }
 
     #[instrument(skip(self), fields(serving = %self.base))]

@@ -422,12 +422,12 @@ pub async fn rebuild(
     let started = Instant::now();
     let next = serving.next_generation().await?;
     info!(generation = %next.generation(), "ledger rebuild started");
-    let mut records = 0;
+    next.defer_indexes().await?;
+    let mut records = replay(&journal, &next, batch).await?;
+    next.restore_indexes().await?;
     // The second pass takes what arrived during the long first one, so the live projector
     // has little left to do after the switch.
-    for _ in 0..2 {
-        records += replay(&journal, &next, batch).await?;
-    }
+    records += replay(&journal, &next, batch).await?;
     let positions = next.positions().await?;
     let generation = next.generation();
     drop(next);

@@ -470,6 +470,11 @@ pub static ALL_TABLES: &[&Table] = &[
     &SEAT_HISTORY,
 ];
 
+/// The tables the projector only inserts into: it never updates them, deletes from them or
+/// looks a row up in them by key, so a fresh generation can be filled without their keys (see
+/// [`crate::Ledger::defer_indexes`]).
+pub static APPEND_ONLY: &[&Table] = &[&REFUNDS, &MONEY_ENTRIES, &SEAT_HISTORY];
+
 /// One set-wise change to one table.
 #[derive(Debug, Clone)]
 pub enum Op {
@@ -539,22 +544,42 @@ fn checked(cols: &[Col], values: Vec<Val>) -> Vec<Val> {
 mod tests {
     use super::*;
 
-    /// Every typed change names columns its table has (`Table::col` panics otherwise).
-    #[test]
-    fn every_change_names_columns_of_its_table() {
-        let ops = [
+    /// An empty update of every typed change.
+    fn every_update() -> [Op; 5] {
+        [
             update(Vec::<EventMapChange>::new()),
             update(Vec::<SeatChange>::new()),
             update(Vec::<ReservationChange>::new()),
             update(Vec::<BookingCancel>::new()),
             update(Vec::<PaymentChange>::new()),
-        ];
-        for op in ops {
+        ]
+    }
+
+    /// Every typed change names columns its table has (`Table::col` panics otherwise).
+    #[test]
+    fn every_change_names_columns_of_its_table() {
+        for op in every_update() {
             let Op::Update { table, key, set, .. } = op else {
                 unreachable!()
             };
             assert_eq!(key.len() + set.len(), key.iter().chain(&set).count(), "{}", table.name);
             assert!(!set.is_empty(), "{} changes something", table.name);
+        }
+    }
+
+    /// A table the projector changes, deletes from or looks up keeps its key while a fresh
+    /// generation is filled: it must not be listed as append-only.
+    #[test]
+    fn append_only_tables_are_never_changed_or_looked_up() {
+        let changed = every_update().map(|op| match op {
+            Op::Update { table, .. } => table.name,
+            _ => unreachable!(),
+        });
+        // Deleted from (an event's seats when its map changes) and looked up (`Ledger::lookup`).
+        let keyed = [SEATS.name, EVENTS.name, RESERVATIONS.name];
+        for table in APPEND_ONLY {
+            assert!(!changed.contains(&table.name), "{} is updated", table.name);
+            assert!(!keyed.contains(&table.name), "{} is keyed", table.name);
         }
     }
 

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, TimeZone, Utc};
 use frontrow_journal::Position;
-use frontrow_schema::seatmap::{SeatLayout, SeatMap};
+use frontrow_schema::seatmap::{SeatLayout, SeatMap, TierCode};
 use frontrow_schema::{
     Currency, Envelope, Event, EventId, EventScheduled, QueueEvent, ReleaseReason, ReservationId, SeatId, SeatStatus,
 };
@@ -231,7 +231,8 @@ struct EventFold {
     /// Per (section index, tier code): seats booked, gross, seats refunded, refunded. Money
     /// adds up saturating, never wrapping: with prices bounded (`MAX_PRICE`) no real log comes
     /// near `i64::MAX`; only events recorded before the bound could.
-    revenue: BTreeMap<(usize, String), (u64, i64, u64, i64)>,
+    /// Keyed by section index and tier code (inline, ordered like its text: no allocation per seat).
+    revenue: BTreeMap<(usize, TierCode), (u64, i64, u64, i64)>,
     /// `Some` once the log shows the event had a queue.
     queue: Option<QueueFold>,
 }
@@ -319,9 +320,9 @@ impl EventFold {
         *slot = to;
     }
 
-    fn place(&self, index: u32) -> (usize, String, i64) {
+    fn place(&self, index: u32) -> (usize, TierCode, i64) {
         let span = self.layout.row_of(index);
-        let tier = self.layout.tier_of(index).to_string();
+        let tier = self.layout.tier_of(index).clone();
         (span.section as usize, tier, span.price)
     }
 
@@ -491,7 +492,7 @@ impl EventFold {
             revenue.refunded = revenue.refunded.saturating_add(*refunded);
             revenue.lines.push(RevenueLine {
                 section: map.sections[*section].code.to_string(),
-                tier: tier.clone(),
+                tier: tier.to_string(),
                 seats_booked: *seats_booked,
                 gross: *gross,
                 seats_refunded: *seats_refunded,

@@ -203,6 +203,7 @@ pub struct SeatsReserved {
     pub reservation_id: ReservationId,
     pub customer: CustomerId,
     pub seats: Vec<SeatId>,
+    #[serde(deserialize_with = "crate::envelope::rfc3339")]
     pub hold_until: DateTime<Utc>,
     /// What the customer has to pay for these seats.
     pub amount: Money,

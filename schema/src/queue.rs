@@ -86,6 +86,7 @@ pub struct QueueShuffled {
 pub struct FanAdmitted {
     pub customer: CustomerId,
     pub ticket: u64,
+    #[serde(deserialize_with = "crate::envelope::rfc3339")]
     pub expires_at: DateTime<Utc>,
 }
 
@@ -133,6 +134,7 @@ pub struct WaitlistJoined {
 pub struct WaitlistOffered {
     pub customer: CustomerId,
     pub ticket: u64,
+    #[serde(deserialize_with = "crate::envelope::rfc3339")]
     pub expires_at: DateTime<Utc>,
 }
 

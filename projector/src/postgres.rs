@@ -133,7 +133,7 @@ struct DeferredIndex {
 }
 
 impl DeferredIndex {
-    fn drop(&self, schema: &str) -> String {
+    fn drop_sql(&self, schema: &str) -> String {
         if self.constraint {
             format!("ALTER TABLE {schema}.{} DROP CONSTRAINT {}", self.table, self.name)
         } else {
@@ -141,7 +141,7 @@ impl DeferredIndex {
         }
     }
 
-    fn create(&self, schema: &str) -> String {
+    fn create_sql(&self, schema: &str) -> String {
         if self.constraint {
             format!(
                 "ALTER TABLE {schema}.{} ADD CONSTRAINT {} {}",
@@ -426,7 +426,7 @@ impl Ledger for PgLedger {
         }
         let mut deferred = self.deferred.lock().await;
         for index in deferrable_indexes(&self.pool, &self.schema).await? {
-            sqlx::query(AssertSqlSafe(index.drop(&self.schema)))
+            sqlx::query(AssertSqlSafe(index.drop_sql(&self.schema)))
                 .execute(&self.pool)
                 .await?;
             deferred.push(index);
@@ -452,7 +452,7 @@ impl Ledger for PgLedger {
         // Built side by side, as many at once as the pool has connections.
         let mut builds = tokio::task::JoinSet::new();
         for (_, index) in sized {
-            let (pool, sql) = (self.pool.clone(), index.create(&self.schema));
+            let (pool, sql) = (self.pool.clone(), index.create_sql(&self.schema));
             builds.spawn(async move { sqlx::query(AssertSqlSafe(sql)).execute(&pool).await });
         }
         while let Some(built) = builds.join_next().await {

@@ -28,6 +28,10 @@ use frontrow_schema::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// The allocator the `frontrow` binary runs `frontrow analytics` with.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const PARTITIONS: u32 = 8;
 /// Seats per event: 20 sections of 25 rows of 20 seats.
 const SECTIONS: u32 = 20;

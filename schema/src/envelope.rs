@@ -123,9 +123,10 @@ struct WireIn<'a> {
     data: &'a RawValue,
 }
 
-/// An RFC 3339 time (the envelope's, and the payloads' frequent ones) through chrono's dedicated parser (its `FromStr`, which chrono's own
-/// `Deserialize` uses, goes through the general format machinery and is several times slower;
-/// it stays the fallback for the looser forms it also takes).
+/// An RFC 3339 time (the envelope's, and the payloads' frequent ones) through chrono's
+/// dedicated parser: its `FromStr`, which chrono's own `Deserialize` uses, goes through the
+/// general format machinery and is several times slower; it stays the fallback for the looser
+/// forms it also takes.
 pub(crate) fn rfc3339<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
     let text = <Cow<'de, str>>::deserialize(d)?;
     DateTime::parse_from_rfc3339(&text)

@@ -12,6 +12,8 @@ use frontrow_command::clock::SystemClock;
 use frontrow_http::auth::Auth;
 use frontrow_schema::CustomerId;
 
+/// jemalloc, with the options `.cargo/config.toml` builds in: a node's RSS follows its live
+/// heap (README "The catalogue, compact").
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -230,8 +230,8 @@ struct EventFold {
     payments: i64,
     /// Per (section index, tier code): seats booked, gross, seats refunded, refunded. Money
     /// adds up saturating, never wrapping: with prices bounded (`MAX_PRICE`) no real log comes
-    /// near `i64::MAX`; only events recorded before the bound could.
-    /// Keyed by section index and tier code (inline, ordered like its text: no allocation per seat).
+    /// near `i64::MAX`; only events recorded before the bound could. A tier code is inline and
+    /// ordered like its text: no allocation per booked seat.
     revenue: BTreeMap<(usize, TierCode), (u64, i64, u64, i64)>,
     /// `Some` once the log shows the event had a queue.
     queue: Option<QueueFold>,

@@ -2,7 +2,7 @@
 //!
 //! This crate is the `frontrow` binary's library: configuration ([`settings`]), assembling and
 //! running one process ([`app`]) and the projections' share of its CPU ([`budget`]), the startup checks ([`guard`]), its Prometheus metrics
-//! ([`metrics`]), the sample event ([`sample`]) and the `analytics` command
+//! ([`metrics`]), its listening socket ([`net`]), the sample event ([`sample`]) and the `analytics` command
 //! ([`analytics_cli`]). The sides themselves live in
 //! their own crates: `frontrow-schema` (the contract), `frontrow-journal` (the log),
 //! `frontrow-command` (write side), `frontrow-query` (read side), `frontrow-http` (HTTP edge).
@@ -12,6 +12,7 @@ pub mod app;
 pub mod budget;
 pub mod guard;
 pub mod metrics;
+pub mod net;
 pub mod sample;
 pub mod settings;
 pub mod telemetry;

@@ -148,9 +148,17 @@ async fn serve(settings: Settings, role: Role) -> anyhow::Result<()> {
     // Refuse a bad configuration before anything listens.
     frontrow::guard::check_exposure(&settings, role)?;
     frontrow::guard::check_secrets(&settings)?;
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
+    let listener = frontrow::net::listen(settings.listen, settings.listen_backlog)
         .with_context(|| format!("binding {}", settings.listen))?;
+    if let Some(granted) =
+        frontrow::net::granted_backlog(settings.listen_backlog).filter(|granted| *granted < settings.listen_backlog)
+    {
+        tracing::warn!(
+            asked = settings.listen_backlog,
+            granted,
+            "net.core.somaxconn caps the accept queue: raise it for a flash crowd's connections"
+        );
+    }
     let addr = listener.local_addr()?;
     let organizer_key = demo_organizer_key(&settings)?;
     let node_url = settings.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));

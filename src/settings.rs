@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 pub struct Settings {
     /// Address the HTTP API listens on.
     pub listen: SocketAddr,
+    /// Connections the kernel may hold for the server to accept (capped by
+    /// `net.core.somaxconn`), see [`crate::net`].
+    pub listen_backlog: u32,
     /// Where the embedded journal and the generated secrets live.
     pub data_dir: PathBuf,
     /// Journal partitions: one writer each. Fixed once the journal exists.
@@ -225,6 +228,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            listen_backlog: crate::net::DEFAULT_BACKLOG,
             data_dir: PathBuf::from("frontrow-data"),
             partitions: 8,
             journal: JournalChoice::Sqlite,
@@ -258,6 +262,7 @@ impl Default for Settings {
 /// The top-level keys of [`Settings`], for picking its variables out of the environment.
 const KEYS: &[&str] = &[
     "listen",
+    "listen_backlog",
     "data_dir",
     "partitions",
     "journal",
@@ -301,6 +306,10 @@ impl Settings {
             KEYS.iter().any(|k| top.eq_ignore_ascii_case(k))
         });
         let settings: Self = figment.merge(env.split("__")).extract()?;
+        anyhow::ensure!(
+            settings.listen_backlog > 0,
+            "listen_backlog is 0: the kernel would refuse every connection it cannot accept at once"
+        );
         anyhow::ensure!(
             settings.projections_nice <= 19,
             "projections_nice is {}: it counts nice steps, 0 to 19",

@@ -19,7 +19,7 @@ pub struct Served {
 }
 
 impl Served {
-    /// Starts a runtime, binds `127.0.0.1:0` on it and runs `serve(listener, shutdown)` there.
+    /// Starts a runtime, binds `127.0.0.1:0` on it (with `frontrow serve`'s accept queue) and runs `serve(listener, shutdown)` there.
     /// `serve` builds its state on the server's runtime (pools, background tasks live there).
     pub async fn start<F, Fut>(name: &'static str, serve: F) -> anyhow::Result<Self>
     where
@@ -35,7 +35,10 @@ impl Served {
         let (stop_tx, stop_rx) = oneshot::channel();
         let (addr_tx, addr_rx) = oneshot::channel();
         let done = runtime.spawn(async move {
-            let listener = TcpListener::bind("127.0.0.1:0").await.context("binding 127.0.0.1:0")?;
+            // The accept queue `frontrow serve` asks for, for FrontRow and the baselines alike.
+            let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+            let listener =
+                frontrow::net::listen(any_port, frontrow::net::DEFAULT_BACKLOG).context("binding 127.0.0.1:0")?;
             let _ = addr_tx.send(listener.local_addr()?);
             serve(listener, stop_rx).await
         });

@@ -195,6 +195,64 @@ async fn joining_a_queue_needs_one_and_the_waitlist_needs_a_sold_out_event() {
     app.stop().await;
 }
 
+/// A fan who reads their place with the join's `position` as `?after=` is never told they are
+/// not in the queue: the read waits until this node has applied the join. Here the reads are
+/// sent before the join even exists (they name the position it will be written at), so a
+/// read that did not wait would answer `404 not-in-queue`.
+#[tokio::test]
+async fn reading_ones_place_after_the_join_waits_for_it_instead_of_not_in_queue() {
+    let app = TestApp::spawn().await;
+    let event = app.create_event_from(&app.event_body(Duration::minutes(10))).await;
+    let settings = json!({"max_size": 10, "max_shoppers": 5, "admission_secs": 120});
+    let opened: QueueOpenedResponse = answer(app.open_queue(event, settings).await, 200).await;
+    let opened = opened.position.unwrap();
+    app.availability(event, Some(&opened)).await;
+    let opened: frontrow_journal::Position = opened.parse().unwrap();
+    // Nothing else writes to the event's partition: the join is its next record.
+    let next = frontrow_journal::Position {
+        partition: opened.partition,
+        offset: opened.offset + 1,
+    };
+    let me = format!("/events/{event}/queue/me");
+    problem(app.get_as("erin", &me).await, 404, "not-in-queue").await;
+
+    // Both reads are sent now and answer once the join is applied.
+    let send_now = |path: String| {
+        let request = app.client.get(app.url(&path)).bearer_auth(app.token("erin"));
+        tokio::spawn(async move { request.send().await.unwrap() })
+    };
+    let read = send_now(format!("{me}?after={next}&wait_ms=10000"));
+    let stream = send_now(format!("{me}/stream?after={next}&wait_ms=10000"));
+    tokio::time::sleep(StdDuration::from_millis(300)).await;
+    assert!(
+        !read.is_finished() && !stream.is_finished(),
+        "both reads wait for the join"
+    );
+
+    let joined: QueueTicketResponse =
+        answer(app.post_as("erin", &format!("/events/{event}/queue/join")).await, 201).await;
+    assert_eq!(joined.position.as_deref(), Some(next.to_string().as_str()));
+    let status: QueueStatus = answer(read.await.unwrap(), 200).await;
+    assert_eq!((status.ticket, &*status.status), (joined.ticket.ticket, "waiting"));
+    let mut stream = SseReader::from_response(stream.await.unwrap());
+    let first = stream
+        .next(StdDuration::from_secs(5))
+        .await
+        .expect("a status once joined");
+    let streamed: QueueStatus = typed(serde_json::from_str(&first.data).unwrap());
+    assert_eq!(streamed.ticket, joined.ticket.ticket);
+
+    // A position this node has not applied within `wait_ms` is a 503, never a 404.
+    let far = frontrow_journal::Position {
+        partition: opened.partition,
+        offset: opened.offset + 1_000,
+    };
+    let late = app.get_as("erin", &format!("{me}?after={far}&wait_ms=0")).await;
+    assert_eq!(late.headers()["retry-after"], "1");
+    problem(late, 503, "position-not-visible").await;
+    app.stop().await;
+}
+
 /// Positions of the seat-moving records of `event` in the journal, in order.
 async fn seat_record_ids(app: &TestApp, event: EventId) -> Vec<String> {
     let mut ids = Vec::new();

@@ -117,6 +117,7 @@ seat = "101-A-7"
 
 [[operations]]
 include-path-regex = "/(queue|waitlist)"
+exclude-path-regex = "/queue/me"
 parameters = { event_id = "$queue_event" }
 
 # A read whose \`after\` names a position this node has not applied yet answers the documented
@@ -124,6 +125,12 @@ parameters = { event_id = "$queue_event" }
 [[operations]]
 include-path-regex = "^/events(/[{]event_id[}](/availability)?)?\$"
 include-method = "GET"
+checks = { not_a_server_error = { expected-statuses = ["1xx", "2xx", "3xx", "4xx", "503"] } }
+
+# The same for one's place in the queue (and its stream), read after the join's position.
+[[operations]]
+include-path-regex = "/queue/me"
+parameters = { event_id = "$queue_event" }
 checks = { not_a_server_error = { expected-statuses = ["1xx", "2xx", "3xx", "4xx", "503"] } }
 EOF
 export FRONTROW_ST_CUSTOMER_TOKEN=$customer_token FRONTROW_ST_ORGANIZER_KEY=$organizer_key

@@ -80,7 +80,7 @@ pub fn router_with_streams(catalog: Arc<Catalog>, streams: Arc<StreamSlots>) -> 
 /// Read-your-writes: answer only once a position the client wrote is visible here.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ReadAfter {
+pub(crate) struct ReadAfter {
     /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
     /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
     #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
@@ -92,7 +92,7 @@ pub struct ReadAfter {
 
 impl ReadAfter {
     /// Waits for `after`, if given.
-    async fn wait(&self, catalog: &Catalog) -> Result<(), Problem> {
+    pub(crate) async fn wait(&self, catalog: &Catalog) -> Result<(), Problem> {
         let wait_ms = self.wait_ms.unwrap_or(DEFAULT_WAIT_MS);
         if wait_ms > MAX_WAIT_MS {
             return Err(Problem::bad_request(

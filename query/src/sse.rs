@@ -53,6 +53,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::ObjectBuilder;
 use utoipa::openapi::{Ref, RefOr};
 
+use crate::api::ReadAfter;
 use crate::catalog::{Catalog, DELTA_BACKLOG, SeatChange, SeatDelta};
 use crate::queue::LiveStatus;
 use crate::replays::{Replayer, replay_permit};
@@ -154,9 +155,9 @@ const LAST_EVENT_ID: &[Cause] = &[Cause::new(
 
 frontrow_http::problems! {
     /// What reading one's place in the queue refuses with.
-    QueueMeProblems = [CUSTOMER_TOKEN, EVENT_PATH, NOT_IN_QUEUE];
+    QueueMeProblems = [CUSTOMER_TOKEN, EVENT_PATH, NOT_IN_QUEUE, READ_AFTER];
     /// What opening one's queue status stream refuses with.
-    QueueStreamProblems = [CUSTOMER_TOKEN, EVENT_PATH, NOT_IN_QUEUE, LAST_EVENT_ID, STREAM_CAP];
+    QueueStreamProblems = [CUSTOMER_TOKEN, EVENT_PATH, NOT_IN_QUEUE, LAST_EVENT_ID, STREAM_CAP, READ_AFTER];
     /// What opening a seat stream refuses with.
     SeatStreamProblems = [EVENT_PATH, LAST_EVENT_ID, STREAM_CAP,
         &[Cause::new(503, "`journal-unavailable`: the log cannot be read back for `Last-Event-ID` right now; \
@@ -213,10 +214,12 @@ impl utoipa::IntoResponses for SeatStream {
 }
 
 /// The caller's place in the waiting room: position, people ahead, estimated wait, and the
-/// admission token once admitted.
+/// admission token once admitted. Right after joining, pass the join's `position` as
+/// `?after=`: a node that has not applied the join yet waits for it instead of answering
+/// `404 not-in-queue`.
 #[utoipa::path(
     get, path = "/events/{event_id}/queue/me", tag = "queue",
-    params(("event_id" = EventId, Path)),
+    params(("event_id" = EventId, Path), ReadAfter),
     responses(
         (status = 200, description = "the caller's place", body = QueueStatus),
         QueueMeProblems
@@ -228,7 +231,9 @@ pub(crate) async fn my_queue_status(
     Extension(auth): Extension<Arc<Auth>>,
     Customer(customer): Customer,
     ApiPath(event_id): ApiPath<EventId>,
+    ApiQuery(read): ApiQuery<ReadAfter>,
 ) -> Result<Response, Problem> {
+    read.wait(&catalog).await?;
     let (_, status) =
         queue_status(&catalog, &auth, event_id, &customer).ok_or_else(|| not_in_queue(&catalog, &event_id))?;
     Ok(axum::Json(status).into_response())
@@ -284,17 +289,20 @@ fn last_event_id(
 }
 
 /// The caller's place in the waiting room, pushed whenever it changes (`status` events).
+/// Right after joining, pass the join's `position` as `?after=` (see `GET …/queue/me`).
 #[utoipa::path(
     get, path = "/events/{event_id}/queue/me/stream", tag = "queue",
     params(
         ("event_id" = EventId, Path),
         LastEventId,
         Resume,
+        ReadAfter,
         ("access_token" = Option<String>, Query, description = "the customer token, for clients that cannot send `Authorization` (a browser's `EventSource`)"),
     ),
     responses(QueueStream, QueueStreamProblems),
     security(("customer_token" = []))
 )]
+#[expect(clippy::too_many_arguments, reason = "an axum handler: one extractor each")]
 pub(crate) async fn my_queue_stream(
     State(catalog): State<Arc<Catalog>>,
     Extension(auth): Extension<Arc<Auth>>,
@@ -302,9 +310,11 @@ pub(crate) async fn my_queue_stream(
     StreamCustomer(customer): StreamCustomer,
     ApiPath(event_id): ApiPath<EventId>,
     ApiQuery(resume): ApiQuery<Resume>,
+    ApiQuery(read): ApiQuery<ReadAfter>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let last = last_event_id(&headers, &resume, &catalog, &event_id)?;
+    read.wait(&catalog).await?;
     if queue_status(&catalog, &auth, event_id, &customer).is_none() {
         return Err(not_in_queue(&catalog, &event_id));
     }

@@ -541,8 +541,12 @@ impl SseReader {
         if let Some(id) = last_id {
             req = req.header("last-event-id", id);
         }
-        let res = req.send().await.unwrap();
-        assert_eq!(res.status(), 200, "{path}");
+        Self::from_response(req.send().await.unwrap())
+    }
+
+    /// Reads `res`, which must be an open stream (`200`, `text/event-stream`).
+    pub fn from_response(res: reqwest::Response) -> Self {
+        assert_eq!(res.status(), 200, "{}", res.url());
         assert_eq!(res.headers()["content-type"], "text/event-stream");
         Self {
             res,

@@ -127,12 +127,18 @@ export function createQueue({ eventId, details, onAdmitted }) {
     $('queue-note').textContent = s.sold_out && s.status !== 'sold_out' ? 'Every seat is now sold or held.' : '';
   }
 
-  function listen() {
+  /**
+   * Follows the fan's place. `after` is the position of a join just made: the server answers
+   * once it has applied it, so a fan who just joined is never told they are not in the queue.
+   */
+  function listen(after) {
     stream?.close();
     if (!signedIn()) return;
     // No resume id on a fresh connection: the first status is the current one. (EventSource
     // sends Last-Event-ID itself when it reconnects.)
     const params = new URLSearchParams({ access_token: token() });
+    const read = after ? `?${new URLSearchParams({ after })}` : '';
+    if (after) params.set('after', after);
     stream = new EventSource(`/events/${eventId}/queue/me/stream?${params}`);
     stream.addEventListener('status', (e) => {
       render(JSON.parse(e.data));
@@ -140,7 +146,7 @@ export function createQueue({ eventId, details, onAdmitted }) {
     stream.onerror = async () => {
       // The stream reconnects by itself; if we are not in the queue at all, stop and say so.
       try {
-        render(await get(`/events/${eventId}/queue/me`));
+        render(await get(`/events/${eventId}/queue/me${read}`));
       } catch (err) {
         if (err.name === 'not-in-queue' || err.name === 'unauthorized') {
           stream?.close();
@@ -172,7 +178,7 @@ export function createQueue({ eventId, details, onAdmitted }) {
       joinVisible(false);
       setStatus(answer.status, 'You have a place. Finding where you are…');
       if (answer.admission_token) admitted({ ...answer, admission_token: answer.admission_token });
-      listen();
+      listen(answer.position);
     } catch (e) {
       showProblem(e);
     } finally {

@@ -4,7 +4,8 @@
 //!
 //! Each fan is one TCP connection of its own, opened at the fan's intended arrival time: a
 //! `POST …/queue/join` with its own customer token, then on the same keep-alive connection the
-//! status stream, read until the scenario ends. Arrivals ramp linearly in rate from 0 over
+//! status stream (`?after=` the join's position: the query side answers once it has applied
+//! the join), read until the scenario ends. Arrivals ramp linearly in rate from 0 over
 //! `ramp_s` (fan `i` of `n` is due at `ramp_s * sqrt(i / n)`), so the peak rate is twice the
 //! mean. Join latency is measured from the intended arrival (coordinated omission corrected)
 //! and includes the TCP connect. The client side is a hand-rolled HTTP/1.1 reader on a bare
@@ -13,8 +14,9 @@
 //! FrontRow runs in a child process of its own for the full run: the real `frontrow serve`
 //! binary ([`crate::child`]), so that each connection costs one file descriptor on each side
 //! and the server's memory is its own. Memory per connection is the child's `VmRSS` (from
-//! `/proc/<pid>/status`) once every stream is held minus before the first join, over the
-//! streams held. The smoke run keeps FrontRow in this process (no binary to find): there each
+//! `/proc/<pid>/status`) two seconds after every stream is held (the server's allocator
+//! returns the pages the joins freed after a second) minus before the first join, over the
+//! streams held; the figure the moment the last stream opened is reported beside it. The smoke run keeps FrontRow in this process (no binary to find): there each
 //! connection costs two descriptors here and the memory figure is the whole process's, an
 //! upper bound that includes the (small) client side. Either way the harness raises the soft
 //! `RLIMIT_NOFILE` to the hard limit before FrontRow starts (a child inherits it), clamps the
@@ -103,6 +105,9 @@ pub struct QueueCheck {
     pub passed: bool,
     pub detail: String,
 }
+
+/// How long after the last status stream opened the server's memory is read.
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// File descriptors kept aside for everything but the crowd (journal, ledger, index, pools).
 const FD_RESERVE: u64 = 1024;
@@ -198,6 +203,9 @@ struct Shared {
     streams_open: AtomicUsize,
     streams_peak: AtomicUsize,
     stream_failures: AtomicUsize,
+    /// Status streams answered `503 position-not-visible` (the query side had not applied the
+    /// join within the stream request's `wait_ms`) and asked for again.
+    stream_retries: AtomicUsize,
     fans: Vec<Mutex<Seen>>,
 }
 
@@ -230,17 +238,18 @@ impl Fan {
             Err(_) => &self.shared.errors,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        if let (Ok(ticket), Some(conn)) = (outcome, conn) {
+        if let (Ok((ticket, position)), Some(conn)) = (outcome, conn) {
             self.shared.fans[self.i].lock().expect("fan").ticket = Some(ticket);
-            if let Err(e) = self.stream(conn).await {
+            if let Err(e) = self.stream(conn, &position).await {
                 self.shared.stream_failures.fetch_add(1, Ordering::Relaxed);
                 self.shared.answer(format!("stream: {e}"));
             }
         }
     }
 
-    /// Connects and joins; the ticket, or the status (0: transport error).
-    async fn join(&self) -> (Result<u64, u16>, Option<Conn>) {
+    /// Connects and joins; the ticket and the join's log position, or the status (0: transport
+    /// error).
+    async fn join(&self) -> (Result<(u64, String), u16>, Option<Conn>) {
         let stream = match TcpStream::connect(self.addr).await {
             Ok(s) => s,
             Err(e) => {
@@ -267,12 +276,10 @@ impl Fan {
         match answer {
             Ok((201, body)) => {
                 self.shared.answer("201".into());
-                match serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|v| v["ticket"].as_u64())
-                {
-                    Some(ticket) => (Ok(ticket), Some(conn)),
-                    None => (Err(201), None),
+                let answer = serde_json::from_slice::<Value>(&body).unwrap_or_default();
+                match (answer["ticket"].as_u64(), answer["position"].as_str()) {
+                    (Some(ticket), Some(position)) => (Ok((ticket, position.to_owned())), Some(conn)),
+                    _ => (Err(201), None),
                 }
             }
             Ok((status, _)) => {
@@ -286,13 +293,15 @@ impl Fan {
         }
     }
 
-    /// Opens the status stream on the joined connection and reads it until told to stop.
-    async fn stream(&mut self, mut conn: Conn) -> anyhow::Result<()> {
+    /// Opens the status stream on the joined connection, after the join's `position` (so the
+    /// query side answers once it has applied the join), and reads it until told to stop.
+    async fn stream(&mut self, mut conn: Conn, position: &str) -> anyhow::Result<()> {
         let request = format!(
-            "GET /events/{}/queue/me/stream HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer {}\r\naccept: text/event-stream\r\n\r\n",
+            "GET /events/{}/queue/me/stream?after={position}&wait_ms=10000 HTTP/1.1\r\nhost: bench\r\nauthorization: Bearer {}\r\naccept: text/event-stream\r\n\r\n",
             self.event, self.token
         );
-        // The query side may not have applied the join yet: `404 not-in-queue` until it has.
+        // Should the query side not have applied the join in time after all: `503
+        // position-not-visible`, asked for again (and counted).
         let mut tries = 0;
         loop {
             conn.send(&request).await?;
@@ -303,7 +312,8 @@ impl Fan {
             }
             conn.body(length.unwrap_or(0)).await?;
             tries += 1;
-            anyhow::ensure!(status == 404 && tries < 200, "stream answered {status}");
+            anyhow::ensure!(status == 503 && tries < 200, "stream answered {status}");
+            self.shared.stream_retries.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let mut counted = false;
@@ -457,6 +467,7 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         streams_open: AtomicUsize::new(0),
         streams_peak: AtomicUsize::new(0),
         stream_failures: AtomicUsize::new(0),
+        stream_retries: AtomicUsize::new(0),
         fans: (0..fans).map(|_| Mutex::new(Seen::default())).collect(),
     });
     let rss_before = fr.rss_kib();
@@ -494,8 +505,7 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     })
     .await;
     let held = shared.streams_open.load(Ordering::Relaxed);
-    let rss_held = fr.rss_kib();
-    let harness_rss_held = rss_kib();
+    let rss_at_once = fr.rss_kib();
     let server_cpu_s = proc_cpu_s(server_pid).zip(server_cpu_before).map(|(a, b)| a - b);
     let harness_cpu_s = proc_cpu_s(std::process::id())
         .zip(harness_cpu_before)
@@ -503,6 +513,11 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     let load_held = load_average();
     let ramp_wall_s = cpu_from.elapsed().as_secs_f64();
     let joined_before_onsale = Instant::now() < onsale_instant;
+    // What the streams hold, once the allocator has returned the pages the joins freed (the
+    // server's jemalloc purges them after a second): the streams are still open.
+    tokio::time::sleep(SETTLE).await;
+    let rss_held = fr.rss_kib();
+    let harness_rss_held = rss_kib();
     println!(
         "  {ok} of {fans} fans joined{}; {held} status streams held{}; RSS {} -> {} MiB",
         if all_joined { "" } else { " (timed out)" },
@@ -673,6 +688,7 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     let peak = shared.streams_peak.load(Ordering::Relaxed);
     let delta_kib = rss_held.saturating_sub(rss_before);
     let per_connection_kib = delta_kib as f64 / held.max(1) as f64;
+    let at_once_kib = rss_at_once.saturating_sub(rss_before) as f64 / held.max(1) as f64;
     let extra = json!({
         "fans_wanted": fc.fans,
         "fans": fans,
@@ -686,9 +702,13 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         "sse_streams_peak": peak,
         "sse_streams_at_end": held_at_end,
         "sse_stream_failures": shared.stream_failures.load(Ordering::Relaxed),
+        "sse_stream_retries": shared.stream_retries.load(Ordering::Relaxed),
         "rss_before_mib": rss_before as f64 / 1024.0,
         "rss_held_mib": rss_held as f64 / 1024.0,
         "rss_per_connection_kib": per_connection_kib,
+        "rss_measured": format!("{} s after the last stream opened, every stream still held", SETTLE.as_secs()),
+        "rss_at_once_mib": rss_at_once as f64 / 1024.0,
+        "rss_per_connection_at_once_kib": at_once_kib,
         "rss_source": if per_fan == 1 {
             "VmRSS of the frontrow serve child process: the server's alone"
         } else {
@@ -714,9 +734,10 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         "admitted_seen": admitted_count(&shared),
     });
     println!(
-        "  SSE: {held} held at once (peak {peak}); {:.1} KiB RSS per connection ({} MiB over {held})",
+        "  SSE: {held} held at once (peak {peak}); {:.1} KiB RSS per connection ({} MiB over {held}; {at_once_kib:.1} KiB the moment the last one opened); {} asked for again after 503 position-not-visible",
         per_connection_kib,
-        delta_kib / 1024
+        delta_kib / 1024,
+        shared.stream_retries.load(Ordering::Relaxed)
     );
     if let Some(cpu) = server_cpu_s {
         println!(

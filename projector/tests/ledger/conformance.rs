@@ -279,6 +279,76 @@ pub async fn refuses_out_of_order_batches(h: &dyn Harness) {
     p.apply(0, at, &next, false).await.unwrap();
 }
 
+/// Text, JSON and times are stored as written, whatever characters the text holds (tabs,
+/// newlines, backslashes, quotes, the escapes of PostgreSQL's `COPY` format, non-ASCII).
+pub async fn awkward_text_is_stored_as_written(h: &dyn Harness) {
+    use frontrow_projector::rows::{EventRow, insert};
+    let ledger = h.ledger("awkward_text_is_stored_as_written").await;
+    let awkward = "tab\there, new\nline, cr\r, back\\slash \\N \\t, 'quote' \"dq\", ümlaut, 🎫, ,comma";
+    let seat_map = serde_json::json!({"note": awkward, "n": [1, 2.5, null]}).to_string();
+    let time = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+    let row = EventRow {
+        event_id: uuid::Uuid::from_u128(7),
+        organizer: "\\".into(),
+        title: awkward.into(),
+        artist: String::new(),
+        venue: "\\N".into(),
+        city: "line\n".into(),
+        starts_at: time("2027-06-01T19:30:00.123456Z"),
+        onsale_at: time("1999-12-31T23:59:59.5Z"),
+        hold_minutes: -3,
+        max_seats_per_order: 10,
+        currency: "EUR".into(),
+        seat_map: seat_map.clone(),
+        scheduled_at: time("2026-01-01T00:00:00Z"),
+        seat_map_at: time("2026-01-01T00:00:00.000001Z"),
+    };
+    let batch = Batch {
+        partition: 0,
+        from: 0,
+        to: 1,
+        ops: vec![insert([row.clone()])],
+        crash_before_commit: false,
+    };
+    ledger.write(&batch).await.unwrap();
+    // Cast so that both dialects answer the types asked for (PostgreSQL's columns are `int4`
+    // and `jsonb`).
+    let sql = "SELECT organizer, title, artist, venue, city, starts_at, onsale_at, \
+               CAST(hold_minutes AS BIGINT), CAST(max_seats_per_order AS BIGINT), CAST(seat_map AS TEXT), \
+               seat_map_at FROM events";
+    let types = [
+        Ty::Text,
+        Ty::Text,
+        Ty::Text,
+        Ty::Text,
+        Ty::Text,
+        Ty::Time,
+        Ty::Time,
+        Ty::Int,
+        Ty::Int,
+        Ty::Text,
+        Ty::Time,
+    ];
+    let got = ledger.query(sql, vec![], &types).await.unwrap();
+    assert_eq!(got.len(), 1);
+    let got = &got[0];
+    let want = [
+        Val::text("\\"),
+        Val::text(awkward),
+        Val::text(""),
+        Val::text("\\N"),
+        Val::text("line\n"),
+        Val::Time(row.starts_at),
+        Val::Time(row.onsale_at),
+        Val::Int(-3),
+        Val::Int(10),
+    ];
+    assert_eq!(got[..9], want);
+    let stored: serde_json::Value = serde_json::from_str(got[9].as_str().unwrap()).unwrap();
+    assert_eq!(stored, serde_json::from_str::<serde_json::Value>(&seat_map).unwrap());
+    assert_eq!(got[10], Val::Time(row.seat_map_at));
+}
+
 /// A ledger whose first positions read answers what another projector has since moved past:
 /// what a new projector sees when a cancelled one's commit lands just after it has looked.
 struct MovedUnderneath {
@@ -420,6 +490,7 @@ macro_rules! ledger_conformance {
     ($harness:expr $(, #[$attr:meta])* $(,)?) => {
         frontrow_journal::conformance_tests!([$(#[$attr])*] $harness; {$crate::conformance};
             projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
-            refuses_out_of_order_batches, catch_up_resumes_where_the_ledger_moved, rebuild_while_writes_continue);
+            refuses_out_of_order_batches, catch_up_resumes_where_the_ledger_moved, rebuild_while_writes_continue,
+            awkward_text_is_stored_as_written);
     };
 }

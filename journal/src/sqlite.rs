@@ -5,6 +5,12 @@
 //! are serialised through one write connection (SQLite has one writer anyway); reads use their
 //! own connection, which WAL lets run beside the writer.
 //!
+//! The WAL is checkpointed into the file by a thread of the journal's own, on a connection of
+//! its own ([`CHECKPOINT_EVERY`], `PASSIVE`: it never waits for the writer or a reader), not by
+//! SQLite's automatic checkpoint, which runs inside whichever commit crosses 1,000 WAL pages: that
+//! commit, an append some request waits for, would also copy those pages into the file and fsync
+//! it.
+//!
 //! Snapshots live in a second SQLite file beside the journal (`<journal file>.snapshots`), with
 //! a write connection of their own: a snapshot is megabytes, and written into the journal's file
 //! it would hold the one append connection for the whole write and pass through the journal's
@@ -38,6 +44,8 @@ pub struct SqliteJournal {
 
 struct Inner {
     path: String,
+    /// Dropped with the journal: the checkpoint thread then stops.
+    _checkpoints: std::sync::mpsc::Sender<()>,
     partitions: u32,
     writer: Mutex<Writer>,
     reader: Mutex<Connection>,
@@ -70,6 +78,33 @@ fn open_wal(path: impl AsRef<Path>, synchronous: &str, schema: &str) -> Result<C
     ))
     .map_err(storage)?;
     Ok(conn)
+}
+
+/// How often the checkpoint thread moves what the WAL holds into the journal's file.
+pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Starts the thread that checkpoints the journal at `path` every [`CHECKPOINT_EVERY`] until
+/// the returned sender is dropped. Its connection is opened here, so a journal that could not
+/// be checkpointed does not open.
+fn start_checkpoints(path: &Path) -> Result<std::sync::mpsc::Sender<()>, JournalError> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let conn = Connection::open(path).map_err(storage)?;
+    conn.execute_batch("PRAGMA busy_timeout = 1000;").map_err(storage)?;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("journal-checkpoint".into())
+        .spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
+                // PASSIVE copies what no reader still needs and returns; what it leaves, the
+                // next round takes. (The WAL restarts from its beginning at the first append
+                // after a complete checkpoint, so it stays small.)
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "journal checkpoint failed; trying again");
+                }
+            }
+        })
+        .map_err(storage)?;
+    Ok(stop)
 }
 
 impl SqliteJournal {
@@ -130,6 +165,9 @@ impl SqliteJournal {
                 }
             }
         }
+        // The appends never checkpoint: the checkpoint thread does.
+        conn.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(storage)?;
+        let checkpoints = start_checkpoints(path)?;
         let reader =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(storage)?;
@@ -152,6 +190,7 @@ impl SqliteJournal {
         Ok(Self {
             inner: Arc::new(Inner {
                 path: path.display().to_string(),
+                _checkpoints: checkpoints,
                 partitions,
                 writer: Mutex::new(Writer { conn, next }),
                 reader: Mutex::new(reader),

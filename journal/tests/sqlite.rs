@@ -151,3 +151,37 @@ async fn snapshots_live_beside_the_journal_not_in_it() {
     assert_eq!((mark.last, bytes.len()), (0, big.len()));
     assert_eq!(journal.end_offset(0).await.unwrap(), 1);
 }
+
+/// The appends leave checkpointing to the journal's own thread, and that thread keeps the WAL
+/// small: 24 MiB appended in 1 MiB group commits, a little over a checkpoint interval apart,
+/// and the WAL never holds more than a few of them (without the thread it would hold them all,
+/// as the appends never checkpoint). Every record reads back after all.
+#[tokio::test]
+async fn the_checkpoint_thread_keeps_the_wal_small_and_the_records_whole() {
+    use frontrow_journal::Record;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let wal = dir.path().join("j.db-wal");
+    let journal = SqliteJournal::open(&path, 1).unwrap();
+    let value = vec![7u8; 4096];
+    let mut largest_wal = 0;
+    for round in 0..24u8 {
+        let records = (0..256)
+            .map(|i| Record {
+                key: vec![round, i as u8],
+                value: value.clone(),
+            })
+            .collect();
+        journal.append(0, records).await.unwrap();
+        largest_wal = largest_wal.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+        tokio::time::sleep(frontrow_journal::CHECKPOINT_EVERY + std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        largest_wal < 8 << 20,
+        "the WAL grew to {largest_wal} bytes over 24 MiB of appends"
+    );
+    let read = journal.read(0, 0, 10_000).await.unwrap();
+    assert_eq!(read.records.len(), 24 * 256);
+    assert!(read.records.iter().all(|r| r.value == value));
+}

@@ -359,6 +359,18 @@ mod tests {
     }
 
     #[test]
+    fn the_listen_backlog_is_read_and_zero_is_refused() {
+        assert_eq!(
+            settings_from(None, &[]).unwrap().listen_backlog,
+            crate::net::DEFAULT_BACKLOG
+        );
+        let s = settings_from(None, &[("FRONTROW_LISTEN_BACKLOG", "65535")]).unwrap();
+        assert_eq!(s.listen_backlog, 65535);
+        let e = settings_from(Some("listen_backlog = 0\n"), &[]).unwrap_err();
+        assert!(e.contains("listen_backlog is 0"), "{e}");
+    }
+
+    #[test]
     fn projections_nice_counts_nice_steps_up_to_19() {
         let s = settings_from(None, &[("FRONTROW_PROJECTIONS_NICE", "19")]).unwrap();
         assert_eq!(s.projections_nice, 19);

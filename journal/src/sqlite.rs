@@ -6,7 +6,8 @@
 //! own connection, which WAL lets run beside the writer.
 //!
 //! The WAL is checkpointed into the file by a thread of the journal's own, on a connection of
-//! its own ([`CHECKPOINT_EVERY`], `PASSIVE`: it never waits for the writer or a reader), not by
+//! its own (`PASSIVE`: it never waits for the writer or a reader; at the WAL size SQLite's would,
+//! see [`CHECKPOINT_EVERY`]), not by
 //! SQLite's automatic checkpoint, which runs inside whichever commit crosses 1,000 WAL pages: that
 //! commit, an append some request waits for, would also copy those pages into the file and fsync
 //! it.
@@ -23,7 +24,7 @@
 //! else.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -46,6 +47,8 @@ struct Inner {
     path: String,
     /// Dropped with the journal: the checkpoint thread then stops.
     _checkpoints: std::sync::mpsc::Sender<()>,
+    /// The WAL's size in pages after the last append.
+    wal_pages: Arc<AtomicU64>,
     partitions: u32,
     writer: Mutex<Writer>,
     reader: Mutex<Connection>,
@@ -80,13 +83,32 @@ fn open_wal(path: impl AsRef<Path>, synchronous: &str, schema: &str) -> Result<C
     Ok(conn)
 }
 
-/// How often the checkpoint thread moves what the WAL holds into the journal's file.
-pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+/// How often the checkpoint thread looks at the WAL's size.
+pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+/// WAL pages at which the thread checkpoints: where SQLite's own automatic checkpoint would
+/// have run (inside an append).
+const CHECKPOINT_PAGES: u64 = 1000;
+/// Longest fewer pages wait for their checkpoint.
+const CHECKPOINT_AT_LEAST_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Starts the thread that checkpoints the journal at `path` every [`CHECKPOINT_EVERY`] until
-/// the returned sender is dropped. Its connection is opened here, so a journal that could not
-/// be checkpointed does not open.
-fn start_checkpoints(path: &Path) -> Result<std::sync::mpsc::Sender<()>, JournalError> {
+thread_local! {
+    /// The WAL's size in pages after the last commit on this thread ([`note_wal_pages`]).
+    static WAL_PAGES: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// The write connection's WAL hook: SQLite calls it inside each commit, on the committing
+/// thread, with the WAL's size; the append reads it from there once its commit returns.
+fn note_wal_pages(_: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    WAL_PAGES.set(pages);
+    Ok(())
+}
+
+/// Starts the thread that checkpoints the journal at `path` until the returned sender is
+/// dropped: every [`CHECKPOINT_EVERY`] it checkpoints if `wal_pages` (what the last append's
+/// commit left in the WAL) has reached [`CHECKPOINT_PAGES`], or if the WAL holds anything and
+/// the last checkpoint is [`CHECKPOINT_AT_LEAST_EVERY`] old. Its connection is opened here, so
+/// a journal that could not be checkpointed does not open.
+fn start_checkpoints(path: &Path, wal_pages: Arc<AtomicU64>) -> Result<std::sync::mpsc::Sender<()>, JournalError> {
     use std::sync::mpsc::RecvTimeoutError;
     let conn = Connection::open(path).map_err(storage)?;
     conn.execute_batch("PRAGMA busy_timeout = 1000;").map_err(storage)?;
@@ -94,12 +116,21 @@ fn start_checkpoints(path: &Path) -> Result<std::sync::mpsc::Sender<()>, Journal
     std::thread::Builder::new()
         .name("journal-checkpoint".into())
         .spawn(move || {
+            let mut last = std::time::Instant::now();
             while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
-                // PASSIVE copies what no reader still needs and returns; what it leaves, the
-                // next round takes. (The WAL restarts from its beginning at the first append
-                // after a complete checkpoint, so it stays small.)
-                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::warn!(error = %e, "journal checkpoint failed; trying again");
+                let pages = wal_pages.load(Ordering::Relaxed);
+                if pages < CHECKPOINT_PAGES && (pages == 0 || last.elapsed() < CHECKPOINT_AT_LEAST_EVERY) {
+                    continue;
+                }
+                last = std::time::Instant::now();
+                // PASSIVE copies what no reader still needs and returns; the WAL restarts from
+                // its beginning at the first append after a complete checkpoint (and that
+                // append's count says so); what it left, the next look takes.
+                match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    Ok(()) => {
+                        let _ = wal_pages.compare_exchange(pages, 0, Ordering::Relaxed, Ordering::Relaxed);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "journal checkpoint failed; trying again"),
                 }
             }
         })
@@ -165,9 +196,12 @@ impl SqliteJournal {
                 }
             }
         }
-        // The appends never checkpoint: the checkpoint thread does.
+        // The appends never checkpoint (the hook replaces SQLite's automatic checkpoint): the
+        // checkpoint thread does.
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(storage)?;
-        let checkpoints = start_checkpoints(path)?;
+        conn.wal_hook(Some(note_wal_pages));
+        let wal_pages = Arc::new(AtomicU64::new(0));
+        let checkpoints = start_checkpoints(path, wal_pages.clone())?;
         let reader =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(storage)?;
@@ -191,6 +225,7 @@ impl SqliteJournal {
             inner: Arc::new(Inner {
                 path: path.display().to_string(),
                 _checkpoints: checkpoints,
+                wal_pages,
                 partitions,
                 writer: Mutex::new(Writer { conn, next }),
                 reader: Mutex::new(reader),
@@ -238,6 +273,7 @@ impl Inner {
             }
         }
         tx.commit().map_err(storage)?;
+        self.wal_pages.store(WAL_PAGES.get().max(0) as u64, Ordering::Relaxed);
         let end = first + records.len() as Offset;
         w.next[partition as usize] = end;
         // Publish while still holding the write lock so watchers see ends in order.

@@ -6,11 +6,10 @@
 //! own connection, which WAL lets run beside the writer.
 //!
 //! The WAL is checkpointed into the file by a thread of the journal's own, on a connection of
-//! its own (`PASSIVE`: it never waits for the writer or a reader; at the WAL size SQLite's would,
-//! see [`CHECKPOINT_EVERY`]), not by
-//! SQLite's automatic checkpoint, which runs inside whichever commit crosses 1,000 WAL pages: that
-//! commit, an append some request waits for, would also copy those pages into the file and fsync
-//! it.
+//! its own (`PASSIVE`: it never waits for the writer or a reader), at the WAL size where SQLite's
+//! automatic checkpoint would run (see [`CHECKPOINT_EVERY`]) but not, as that one does, inside
+//! the commit that crosses it: that commit, an append some request waits for, would also copy the
+//! WAL's pages into the file and fsync it.
 //!
 //! Snapshots live in a second SQLite file beside the journal (`<journal file>.snapshots`), with
 //! a write connection of their own: a snapshot is megabytes, and written into the journal's file

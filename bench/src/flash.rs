@@ -16,11 +16,12 @@
 //! and the server's memory is its own. Memory per connection is the child's `VmRSS` (from
 //! `/proc/<pid>/status`) two seconds after every stream is held (the server's allocator
 //! returns the pages the joins freed after a second) minus before the first join, over the
-//! streams held; the figure the moment the last stream opened is reported beside it. The smoke run keeps FrontRow in this process (no binary to find): there each
-//! connection costs two descriptors here and the memory figure is the whole process's, an
-//! upper bound that includes the (small) client side. Either way the harness raises the soft
-//! `RLIMIT_NOFILE` to the hard limit before FrontRow starts (a child inherits it), clamps the
-//! crowd to what the limits allow, and says so.
+//! streams held; the figure the moment the last stream opened is reported beside it. The smoke
+//! run keeps FrontRow in this process (no binary to find): there each connection costs two
+//! descriptors here and the memory figure is the whole process's, an upper bound that includes
+//! the (small) client side. Either way the harness raises the soft `RLIMIT_NOFILE` to the hard
+//! limit before FrontRow starts (a child inherits it), clamps the crowd to what the limits
+//! allow, and says so.
 //!
 //! After the onsale the writer draws the lottery and admits fans in queue order up to
 //! `max_shoppers`; a few admitted fans then reserve two seats and pay, which spends their

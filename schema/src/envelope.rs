@@ -185,7 +185,13 @@ pub fn encode(env: &Envelope) -> Vec<u8> {
 
 /// Reads an envelope of any supported schema version.
 pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
-    let wire: WireIn = serde_json::from_slice(bytes).map_err(DecodeError::Malformed)?;
+    let wire: WireIn = match std::str::from_utf8(bytes) {
+        // Checked once, whole: the text parser then does not check each string again.
+        Ok(text) => serde_json::from_str(text),
+        // The byte parser says where the text breaks.
+        Err(_) => serde_json::from_slice(bytes),
+    }
+    .map_err(DecodeError::Malformed)?;
     if wire.specversion != "1.0" {
         return Err(DecodeError::SpecVersion(wire.specversion.into_owned()));
     }
@@ -264,5 +270,39 @@ mod tests {
             .replace("frontrow.nope", "frontrow.seats.released")
             .replace("\"schemaversion\":1", "\"schemaversion\":9");
         assert!(matches!(decode(future.as_bytes()), Err(DecodeError::UnknownType(_, 9))));
+    }
+
+    /// A record is checked as UTF-8 once, whole: text beyond ASCII reads as written, and bytes
+    /// that are not UTF-8 (in the envelope or in the payload) are a malformed record with the
+    /// place they break, as the byte parser reports it.
+    #[test]
+    fn text_is_utf8_checked_once_and_broken_bytes_are_malformed() {
+        let record = |message: &str| {
+            format!(
+                r#"{{"specversion":"1.0","id":"0190a4b8-0000-7000-8000-000000000001","type":"frontrow.payment.failed","subject":"0190a4b8-0000-7000-8000-000000000002","time":"2026-06-01T10:00:00Z","schemaversion":1,"sequence":3,"data":{{"reservation_id":"0190a4b8-0000-7000-8000-000000000003","provider_event_id":"evt_1","payment_intent":"pi_1","message":"{message}"}}}}"#
+            )
+            .into_bytes()
+        };
+        let env = decode(&record(r"Karte abgelehnt – «Zahlung» 🎫 \u00e9")).unwrap();
+        let Event::PaymentFailed(failed) = &env.event else {
+            panic!("{:?}", env.event)
+        };
+        assert_eq!(failed.message.as_deref(), Some("Karte abgelehnt – «Zahlung» 🎫 é"));
+        for broken in [b"\xff".as_slice(), b"\xc3\x28", b"\xed\xa0\x80"] {
+            let mut bytes = record("X");
+            let at = bytes.iter().position(|&b| b == b'X').unwrap();
+            bytes.splice(at..at + 1, broken.iter().copied());
+            match decode(&bytes) {
+                // Columns count from 1: the broken bytes are at `at + 1`, the string ends after them.
+                Err(DecodeError::Malformed(e)) => {
+                    assert!((at + 1..=at + 2 + broken.len()).contains(&e.column()), "{e}")
+                }
+                other => panic!("{broken:?}: {other:?}"),
+            }
+        }
+        let mut subject = record("X");
+        let at = subject.windows(7).position(|w| w == b"subject").unwrap() + 10;
+        subject[at] = 0xfe;
+        assert!(matches!(decode(&subject), Err(DecodeError::Malformed(_))));
     }
 }

@@ -15,6 +15,7 @@ pub mod child;
 pub mod flash;
 pub mod frontrow;
 pub mod http1;
+pub mod inside;
 pub mod lean;
 pub mod load;
 pub mod report;

@@ -132,9 +132,25 @@ pub fn wrk_ceiling(results: &Results) -> Option<f64> {
     (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64)
 }
 
-/// Each database baseline's bottleneck, in words: its parts' rates per the standard tools
-/// beside what the harness reached through the design.
+/// Each target's bottleneck, in words: FrontRow's half-max phase as the client and as the
+/// server saw it ([`crate::inside`]); each database baseline's parts' rates per the standard
+/// tools beside what the harness reached through the design.
 pub fn bottlenecks(results: &Results) -> Vec<String> {
+    let mut lines = Vec::new();
+    let half = "reserve explicit (half max)";
+    let inside = results
+        .measurements
+        .iter()
+        .find(|x| x.scenario == "1-hot-onsale" && x.target == "frontrow" && x.phase == half)
+        .and_then(|x| Some((&x.stats, x.extra.as_ref()?.get("inside")?)));
+    if let Some((stats, inside)) = inside {
+        lines.push(format!(
+            "frontrow: half max {:.0}/s open loop, p99 {:.1} ms at the client; {}",
+            stats.throughput,
+            stats.p99_ms,
+            crate::inside::summary(inside)
+        ));
+    }
     let tool = |tool: &str, phase: &str| {
         results
             .tools
@@ -194,7 +210,6 @@ pub fn bottlenecks(results: &Results) -> Vec<String> {
             )
         })
     };
-    let mut lines = Vec::new();
     if let Some(harness) = reached("naive-pg") {
         let commits: Vec<String> = results
             .tools

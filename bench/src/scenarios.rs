@@ -138,8 +138,17 @@ pub(crate) async fn frontrow(
     // The latency at half the maximum rate, open loop.
     let half = race(create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?);
     let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
+    let before = metrics(&http, &base).await?;
     let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
-    results.push("1-hot-onsale", "frontrow", "reserve explicit (half max)", stats);
+    let inside = crate::inside::reserve_phase(&before, &metrics(&http, &base).await?);
+    results.push_extra(
+        "1-hot-onsale",
+        "frontrow",
+        "reserve explicit (half max)",
+        stats,
+        Some(json!({ "inside": inside })),
+    );
+    println!("  {}", crate::inside::summary(&inside));
     races.push(("reserve at half max", half));
 
     quiet(&fr).await?;
@@ -543,6 +552,12 @@ async fn take_parts(race: &LeanRace) -> Option<Value> {
         Ok((200, body)) => serde_json::from_slice(&body).ok(),
         _ => None,
     }
+}
+
+/// FrontRow's `/metrics` text.
+async fn metrics(http: &reqwest::Client, base: &str) -> anyhow::Result<String> {
+    let res = http.get(format!("{base}/metrics")).send().await?.error_for_status()?;
+    Ok(res.text().await?)
 }
 
 /// The open-loop rate of a "half max" phase: half the closed loop's rate over the requests the

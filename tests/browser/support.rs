@@ -206,6 +206,27 @@ pub async fn seat_colour(b: &Browser, seat: &str, neighbour: &str, offset: (f64,
     Ok([rgb[0], rgb[1], rgb[2]])
 }
 
+/// Whether the on-screen boxes of the first elements matching `a` and `b_css` intersect (both
+/// must be shown; a hidden or missing one is an error, so the check cannot pass by accident).
+pub async fn boxes_overlap(b: &Browser, a: &str, b_css: &str) -> anyhow::Result<bool> {
+    let v = b
+        .js(
+            "const boxes = Array.from(arguments, css => {
+               const e = document.querySelector(css);
+               if (!e || e.hidden) return null;
+               const r = e.getBoundingClientRect();
+               return r.width > 0 && r.height > 0 ? r : null;
+             });
+             if (boxes.includes(null)) return null;
+             const [p, q] = boxes;
+             return p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom;",
+            vec![json!(a), json!(b_css)],
+        )
+        .await?;
+    v.as_bool()
+        .ok_or_else(|| anyhow::anyhow!("{a} or {b_css} is not shown on the page"))
+}
+
 /// Moves the page's `Date.now()` forward by `by` (and keeps it moved on this document): the
 /// server's manual clock jumps, and in real life the fan's clock would have moved as much.
 /// `performance.now()` is left alone.

@@ -121,6 +121,15 @@ async fn fans_wait_in_the_pre_queue_get_places_by_lottery_and_only_the_admitted_
             "a fan without admission held a seat",
         )
         .await?;
+    // The message is read while the fan can still act: it does not cover the button they just
+    // pressed (on a phone the panel with it is at the bottom of the screen).
+    fan_out
+        .check(
+            "waiting-room-102",
+            !boxes_overlap(fan_out, "#message", "#hold-button").await?,
+            "the message covers the Hold button",
+        )
+        .await?;
     fan_out.screenshot(&format!("queue-5-told-to-wait-{out_name}")).await?;
     fan_out.client.refresh().await?;
     wait_queue_status(fan_out, "queue-after-reload", &["waiting"]).await?;

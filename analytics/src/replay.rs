@@ -7,7 +7,7 @@
 //! holds in flight) but are not counted. Only the records keyed by the chosen event are decoded.
 
 use chrono::{DateTime, Utc};
-use frontrow_journal::{Journal, JournalError, Offset, Position, Scan};
+use frontrow_journal::{Journal, JournalError, Offset, Position, Scan, StoredRecord};
 use frontrow_schema::partition::partition_of;
 use frontrow_schema::{Envelope, EventId, decode};
 use tracing::warn;
@@ -115,45 +115,81 @@ pub async fn replay_partition(
     // The scan ends where visible records end for now (an open Kafka transaction): what is not
     // visible was not durable when the replay started either.
     let mut scan = Scan::new(journal, partition, 0, end, batch);
-    'partition: loop {
-        let from = scan.position();
-        let Some(records) = scan.next_batch().await? else {
+    let mut from = scan.position();
+    let mut read = scan.next_batch().await?;
+    loop {
+        let Some(records) = read else {
             // Offsets passed over without records (Kafka's markers) still count as covered.
             step(scan.position().min(end).saturating_sub(from), 0);
             break;
         };
-        let before = coverage.records_read;
         let covered = scan.position().min(end).saturating_sub(from);
-        for record in &records {
-            if record.offset >= end {
-                break 'partition;
-            }
-            coverage.records_read += 1;
-            if key.as_ref().is_some_and(|k| *k != record.key) {
-                continue;
-            }
-            let envelope = match decode(&record.value) {
-                Ok(envelope) => envelope,
-                Err(e) => {
-                    coverage.undecodable += 1;
-                    warn!(partition, offset = record.offset, error = %e, "undecodable record skipped");
-                    continue;
-                }
-            };
-            if options.event.is_some_and(|e| e != envelope.event_id) {
-                continue;
-            }
-            if options.to.is_some_and(|to| envelope.time > to) {
-                break 'partition;
-            }
-            coverage.records_decoded += 1;
-            let at = Position {
+        from = scan.position();
+        let before = coverage.records_read;
+        // The next batch is read (on the journal's blocking thread) while this one is decoded.
+        let decode = async {
+            decode_batch(
+                &records,
                 partition,
-                offset: record.offset,
-            };
-            sink(at, &envelope);
-        }
+                end,
+                key.as_deref(),
+                options,
+                &mut coverage,
+                &mut sink,
+            )
+        };
+        let (next, done) = tokio::join!(scan.next_batch(), decode);
         step(covered, coverage.records_read - before);
+        if done {
+            break;
+        }
+        read = next?;
     }
     Ok(coverage)
+}
+
+/// Hands `records` of `partition` to `sink` (those of the chosen event, decoded), counting them
+/// in `coverage`; true when the partition's replay is done (its end offset or the time range's
+/// end reached).
+fn decode_batch(
+    records: &[StoredRecord],
+    partition: u32,
+    end: Offset,
+    key: Option<&[u8]>,
+    options: &ReplayOptions,
+    coverage: &mut Coverage,
+    sink: &mut impl FnMut(Position, &Envelope),
+) -> bool {
+    for record in records {
+        if record.offset >= end {
+            return true;
+        }
+        coverage.records_read += 1;
+        if key.is_some_and(|k| k != record.key) {
+            continue;
+        }
+        let envelope = match decode(&record.value) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                coverage.undecodable += 1;
+                warn!(partition, offset = record.offset, error = %e, "undecodable record skipped");
+                continue;
+            }
+        };
+        if options.event.is_some_and(|e| e != envelope.event_id) {
+            continue;
+        }
+        if options.to.is_some_and(|to| envelope.time > to) {
+            return true;
+        }
+        coverage.records_decoded += 1;
+        sink(
+            Position {
+                partition,
+                offset: record.offset,
+            },
+            &envelope,
+        );
+    }
+    false
 }

@@ -70,6 +70,9 @@ async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Re
     click_seat(&b, "A-1-8").await?;
     b.click("#hold-button").await?;
     b.wait_for("#hold-panel", WAIT).await?;
+    // The map's live words for the seat under the cursor follow its state.
+    b.wait_for_text("#map-live", "seat 8", WAIT).await?;
+    b.wait_for_text("#map-live", "held for you", WAIT).await?;
     b.screenshot("errors-2-held-phone").await?;
 
     // Ten minutes pass, for the server and for the fan.
@@ -92,6 +95,13 @@ async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Re
         "errors-57",
         panel_hidden == true,
         "the hold panel is still shown after the lapse",
+    )
+    .await?;
+    let words = b.wait_for_text("#map-live", ", available", WAIT).await?;
+    b.check(
+        "errors-words-after-lapse",
+        words.contains("seat 8") && !words.contains("your pick") && !words.contains("held"),
+        format!("the live words still describe the lapsed hold: {words:?}"),
     )
     .await?;
     b.screenshot("errors-3-hold-expired-phone").await?;

@@ -224,10 +224,12 @@ class Layout {
 
 /**
  * A live seat map on `canvas`. `tiers` is the seat map's tier list (code, name, price);
- * `onChange` is told when picks change; `describe` receives the words for the cursor seat.
+ * `onChange` is told when picks change; `describe` receives the words for the cursor seat
+ * (again whenever they change: taken, released, held for the fan); `ours(id)` says whether a
+ * held seat is held for this fan.
  */
 export class SeatMap {
-  constructor(canvas, { tiers, currency, maxSeats, onPick, onTaken, describe, onScope }) {
+  constructor(canvas, { tiers, currency, maxSeats, onPick, onTaken, describe, onScope, ours }) {
     this.canvas = canvas;
     this.ctx = canvas.getContext('2d', { alpha: false });
     this.tiers = tiers;
@@ -237,6 +239,9 @@ export class SeatMap {
     this.onPick = onPick ?? (() => {});
     this.onTaken = onTaken ?? (() => {});
     this.describe = describe ?? (() => {});
+    this.ours = ours ?? (() => false);
+    this.saidSeat = -1; // the seat whose words were told last (-1: something else was)
+    this.said = '';
     this.onScope = onScope ?? (() => {});
     this.picked = new Set();
     this.cursor = -1;
@@ -606,6 +611,7 @@ export class SeatMap {
     }
     this.dirtyCount = 0;
     this.dirtyRows.clear();
+    this.retell();
     for (const { mark, position } of this.paintMarks) performance.mark(mark, { detail: { position } });
     this.paintMarks.length = 0;
   }
@@ -689,9 +695,30 @@ export class SeatMap {
     const row = L.seatRow[i];
     const s = L.sections[L.rowSection[row]];
     const tier = this.tiers[L.rowTier[row]];
-    const state = this.picked.has(i) ? 'your pick' : WORDS[L.status[i]];
+    const held = L.status[i] === HELD && this.ours(L.idOf(i));
+    const state = this.picked.has(i) ? 'your pick' : held ? 'held for you' : WORDS[L.status[i]];
     const marks = ATTRIBUTES.filter(([, bit]) => L.attributes[i] & bit).map(([, , word]) => `, ${word}`).join('');
     return `Section ${s.name}, row ${L.rowNames[row]}, seat ${i - L.rowStart[row] + 1}${marks}, ${tier?.name ?? ''} ${money(L.rowPrice[row], this.currency)}, ${state}`;
+  }
+
+  /** Tells seat `i`'s words and remembers them, so that a later change to the seat is told too. */
+  sayWords(i) {
+    this.saidSeat = i;
+    this.said = this.words(i);
+    this.describe(this.said);
+  }
+
+  /** Tells something other than a seat's words (`alert`: a refusal to show as a message). */
+  say(words, alert = false) {
+    this.saidSeat = -1;
+    this.describe(words, alert);
+  }
+
+  /** The told seat's words again if they no longer hold (after a repaint of changes). */
+  retell() {
+    const i = this.saidSeat;
+    if (i < 0 || i >= this.layout.total || i !== this.cursor || !this.seatMode()) return;
+    if (this.words(i) !== this.said) this.sayWords(i);
   }
 
   /** Moves the keyboard cursor to seat `i`, bringing it into view. */
@@ -711,7 +738,8 @@ export class SeatMap {
     } else {
       this.draw();
     }
-    this.describe(this.seatMode() ? this.words(i) : `Section ${s.name}: ${s.available} of ${s.total} seats left. Press Enter to zoom in.`);
+    if (this.seatMode()) this.sayWords(i);
+    else this.say(`Section ${s.name}: ${s.available} of ${s.total} seats left. Press Enter to zoom in.`);
   }
 
   /** The seat in the row in front (-1) or behind (+1), nearest in position. */
@@ -768,7 +796,8 @@ export class SeatMap {
     if (i < 0) return;
     this.cursor = i;
     const problem = this.toggle(i);
-    this.describe(problem ?? this.words(i), problem !== null);
+    if (problem) this.say(problem, true);
+    else this.sayWords(i);
   }
 
   key(e) {
@@ -808,7 +837,8 @@ export class SeatMap {
           this.moveCursor(i);
         } else {
           const problem = this.toggle(i);
-          this.describe(problem ?? this.words(i), problem !== null);
+          if (problem) this.say(problem, true);
+          else this.sayWords(i);
         }
         break;
       case '+':

@@ -137,6 +137,7 @@ async function loadMap() {
       maxSeats: details.max_seats_per_order,
       onPick: () => checkout?.refreshSelection(),
       onTaken: announceTaken,
+      ours: (id) => checkout?.ours(id) ?? false,
       describe: (words, alert) => {
         $('map-live').textContent = words;
         if (alert) showMessage(words, { problem: 'seat-unavailable' });

@@ -137,13 +137,12 @@ pub fn wrk_ceiling(results: &Results) -> Option<f64> {
 /// tools beside what the harness reached through the design.
 pub fn bottlenecks(results: &Results) -> Vec<String> {
     let mut lines = Vec::new();
-    let half = "reserve explicit (half max)";
+    let half_max = "reserve explicit (half max)";
+    let stats = results.find("1-hot-onsale", "frontrow", half_max);
     let inside = results
-        .measurements
-        .iter()
-        .find(|x| x.scenario == "1-hot-onsale" && x.target == "frontrow" && x.phase == half)
-        .and_then(|x| Some((&x.stats, x.extra.as_ref()?.get("inside")?)));
-    if let Some((stats, inside)) = inside {
+        .find_extra("1-hot-onsale", "frontrow", half_max)
+        .and_then(|e| e.get("inside"));
+    if let (Some(stats), Some(inside)) = (stats, inside) {
         lines.push(format!(
             "frontrow: half max {:.0}/s open loop, p99 {:.1} ms at the client; {}",
             stats.throughput,
@@ -161,15 +160,10 @@ pub fn bottlenecks(results: &Results) -> Vec<String> {
     let reached = |target: &str| {
         results.find("1-hot-onsale", target, "reserve explicit (max)").map(|m| {
             let half = results
-                .find("1-hot-onsale", target, "reserve explicit (half max)")
+                .find("1-hot-onsale", target, half_max)
                 .map(|h| {
                     let inside = results
-                        .measurements
-                        .iter()
-                        .find(|x| {
-                            x.scenario == "1-hot-onsale" && x.target == target && x.phase == "reserve explicit (half max)"
-                        })
-                        .and_then(|x| x.extra.as_ref())
+                        .find_extra("1-hot-onsale", target, half_max)
                         .map(|e| &e["server_time_per_request"])
                         .filter(|p| p.is_object())
                         .map(|p| {
@@ -187,10 +181,7 @@ pub fn bottlenecks(results: &Results) -> Vec<String> {
                 })
                 .unwrap_or_default();
             let inside = results
-                .measurements
-                .iter()
-                .find(|x| x.scenario == "1-hot-onsale" && x.target == target && x.phase == "reserve explicit (max)")
-                .and_then(|x| x.extra.as_ref())
+                .find_extra("1-hot-onsale", target, "reserve explicit (max)")
                 .map(|e| &e["server_time_per_request"])
                 .filter(|p| p.is_object())
                 .map(|p| {

@@ -211,6 +211,14 @@ impl Results {
             .find(|m| m.scenario == scenario && m.target == target && m.phase == phase)
             .map(|m| &m.stats)
     }
+
+    /// What else a phase counted (its `extra`), if it ran and counted anything.
+    pub fn find_extra(&self, scenario: &str, target: &str, phase: &str) -> Option<&Value> {
+        self.measurements
+            .iter()
+            .find(|m| m.scenario == scenario && m.target == target && m.phase == phase)
+            .and_then(|m| m.extra.as_ref())
+    }
 }
 
 /// The scenarios the harness lists, and the ones this build cannot run yet.

@@ -168,13 +168,24 @@ async fn the_smoke_run_with_the_postgresql_and_redis_baselines() {
         }
     }
     let lines = frontrow_bench::report::bottlenecks(&results);
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    // FrontRow's half max as its own metrics saw it, then each baseline's parts.
     assert!(
-        lines[0].starts_with("naive-pg: ") && lines[1].starts_with("redis-lock: "),
+        lines[0].starts_with("frontrow: half max ") && lines[0].contains("inside FrontRow: "),
+        "{lines:?}"
+    );
+    let inside = results
+        .find_extra("1-hot-onsale", "frontrow", "reserve explicit (half max)")
+        .map(|e| e["inside"].clone())
+        .unwrap_or_default();
+    assert!(inside["requests"]["count"].as_u64().unwrap_or(0) > 0, "{inside}");
+    assert!(inside["journal_appends"]["count"].as_u64().unwrap_or(0) > 0, "{inside}");
+    assert!(
+        lines[1].starts_with("naive-pg: ") && lines[2].starts_with("redis-lock: "),
         "{lines:?}"
     );
     assert!(
-        lines.iter().all(|l| l.contains("inside the server per request")),
+        lines[1..].iter().all(|l| l.contains("inside the server per request")),
         "{lines:?}"
     );
 }

@@ -246,12 +246,7 @@ async fn projected(child: &ChildFrontRow, http: &reqwest::Client, limit: Duratio
     let mut peak = 0;
     loop {
         peak = peak.max(child.rss_kib().unwrap_or(0));
-        let metrics = http
-            .get(format!("http://{}/metrics", child.addr))
-            .send()
-            .await?
-            .text()
-            .await?;
+        let metrics = crate::inside::scrape(http, &format!("http://{}", child.addr)).await?;
         let lags: Vec<f64> = metrics
             .lines()
             .filter(|l| l.starts_with("frontrow_follower_lag_records{"))

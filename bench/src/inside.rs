@@ -10,6 +10,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+/// FrontRow's `/metrics` text, from the node at `base` (`http://host:port`).
+pub async fn scrape(http: &reqwest::Client, base: &str) -> anyhow::Result<String> {
+    let res = http.get(format!("{base}/metrics")).send().await?.error_for_status()?;
+    Ok(res.text().await?)
+}
+
 /// A histogram's buckets: each upper bound (seconds; `+Inf` last) and how many samples lie at or
 /// below it, summed over every series of the metric whose labels matched.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -205,19 +205,20 @@ impl Results {
         });
     }
 
-    pub fn find(&self, scenario: &str, target: &str, phase: &str) -> Option<&Stats> {
+    /// The phase's measurement, if it ran.
+    fn measurement(&self, scenario: &str, target: &str, phase: &str) -> Option<&Measurement> {
         self.measurements
             .iter()
             .find(|m| m.scenario == scenario && m.target == target && m.phase == phase)
-            .map(|m| &m.stats)
+    }
+
+    pub fn find(&self, scenario: &str, target: &str, phase: &str) -> Option<&Stats> {
+        self.measurement(scenario, target, phase).map(|m| &m.stats)
     }
 
     /// What else a phase counted (its `extra`), if it ran and counted anything.
     pub fn find_extra(&self, scenario: &str, target: &str, phase: &str) -> Option<&Value> {
-        self.measurements
-            .iter()
-            .find(|m| m.scenario == scenario && m.target == target && m.phase == phase)
-            .and_then(|m| m.extra.as_ref())
+        self.measurement(scenario, target, phase).and_then(|m| m.extra.as_ref())
     }
 }
 

@@ -138,9 +138,9 @@ pub(crate) async fn frontrow(
     // The latency at half the maximum rate, open loop.
     let half = race(create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?);
     let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
-    let before = metrics(&http, &base).await?;
+    let before = crate::inside::scrape(&http, &base).await?;
     let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
-    let inside = crate::inside::reserve_phase(&before, &metrics(&http, &base).await?);
+    let inside = crate::inside::reserve_phase(&before, &crate::inside::scrape(&http, &base).await?);
     results.push_extra(
         "1-hot-onsale",
         "frontrow",
@@ -552,12 +552,6 @@ async fn take_parts(race: &LeanRace) -> Option<Value> {
         Ok((200, body)) => serde_json::from_slice(&body).ok(),
         _ => None,
     }
-}
-
-/// FrontRow's `/metrics` text.
-async fn metrics(http: &reqwest::Client, base: &str) -> anyhow::Result<String> {
-    let res = http.get(format!("{base}/metrics")).send().await?.error_for_status()?;
-    Ok(res.text().await?)
 }
 
 /// The open-loop rate of a "half max" phase: half the closed loop's rate over the requests the

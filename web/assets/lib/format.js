@@ -35,9 +35,10 @@ export function roughly(seconds) {
   return `about ${Math.round(minutes / 60)} hours`;
 }
 
-/** A seat id "101-C-7" as words. */
-export function seatName(seatId) {
-  const [section, row, number] = splitSeat(seatId);
+/** A seat id "101-C-7" as words; `sectionNames` (a Map of code to name) names its section as the map does. */
+export function seatName(seatId, sectionNames) {
+  const [code, row, number] = splitSeat(seatId);
+  const section = sectionNames?.get(code) ?? code;
   // A standing zone's places are `ZONE-GA-N` (see the README's general admission).
   if (row === 'GA') return `${section} standing, place ${number}`;
   return `Section ${section}, row ${row}, seat ${number}`;

@@ -429,9 +429,7 @@ export class SeatMap {
     if (this.picked.has(i)) {
       // A white tick on black: no attribute mark looks like it (a companion seat is a square).
       paths.picked.rect(sx, sy, SEAT, SEAT);
-      paths.core.moveTo(sx + SEAT * 0.22, sy + SEAT * 0.52);
-      paths.core.lineTo(sx + SEAT * 0.42, sy + SEAT * 0.72);
-      paths.core.lineTo(sx + SEAT * 0.78, sy + SEAT * 0.3);
+      this.tick(paths.core, sx, sy);
       return;
     }
     switch (this.layout.status[i]) {
@@ -439,6 +437,12 @@ export class SeatMap {
         paths.tier[this.layout.rowTier[row]].rect(sx, sy, SEAT, SEAT);
         break;
       case HELD:
+        if (this.ours(this.layout.idOf(i))) {
+          // Held for this fan: the pick's tick, in black on white inside a heavy black frame.
+          paths.mine.rect(sx + 0.06, sy + 0.06, SEAT - 0.12, SEAT - 0.12);
+          this.tick(paths.mineTick, sx, sy);
+          break;
+        }
         paths.held.rect(sx + 0.06, sy + 0.06, SEAT - 0.12, SEAT - 0.12);
         paths.slash.moveTo(sx + 0.06, sy + SEAT - 0.06);
         paths.slash.lineTo(sx + SEAT - 0.06, sy + 0.06);
@@ -463,6 +467,13 @@ export class SeatMap {
     if (a & 8) paths.marks.rect(sx, sy + SEAT * 0.84, SEAT, SEAT * 0.16);
   }
 
+  /** The tick of a picked seat (and of one held for the fan) at `sx, sy`, added to `path`. */
+  tick(path, sx, sy) {
+    path.moveTo(sx + SEAT * 0.22, sy + SEAT * 0.52);
+    path.lineTo(sx + SEAT * 0.42, sy + SEAT * 0.72);
+    path.lineTo(sx + SEAT * 0.78, sy + SEAT * 0.3);
+  }
+
   fillPaths(paths) {
     const { ctx } = this;
     paths.tier.forEach((p, t) => {
@@ -477,6 +488,10 @@ export class SeatMap {
     ctx.lineWidth = Math.max(0.1, 1.2 / this.scale);
     ctx.stroke(paths.held);
     ctx.stroke(paths.slash);
+    ctx.fill(paths.mine);
+    ctx.strokeStyle = COLOUR.picked;
+    ctx.lineWidth = SEAT * 0.12;
+    ctx.stroke(paths.mine);
     ctx.fillStyle = COLOUR.picked;
     ctx.fill(paths.picked);
     ctx.strokeStyle = COLOUR.pickedCore;
@@ -484,6 +499,8 @@ export class SeatMap {
     ctx.lineCap = 'round';
     ctx.lineJoin = 'round';
     ctx.stroke(paths.core);
+    ctx.strokeStyle = COLOUR.picked;
+    ctx.stroke(paths.mineTick);
     ctx.lineCap = 'butt';
     ctx.lineJoin = 'miter';
     ctx.fillStyle = COLOUR.mark;
@@ -550,7 +567,7 @@ export class SeatMap {
   newPaths() {
     return {
       tier: this.tiers.map(() => new Path2D()), picked: new Path2D(), core: new Path2D(), held: new Path2D(),
-      slash: new Path2D(), booked: new Path2D(), marks: new Path2D(),
+      slash: new Path2D(), booked: new Path2D(), marks: new Path2D(), mine: new Path2D(), mineTick: new Path2D(),
     };
   }
 
@@ -672,6 +689,16 @@ export class SeatMap {
     this.markDirty(i);
     this.onPick();
     return null;
+  }
+
+  /** Repaints `seatIds`, whose look depends on the page (the fan's hold began or ended). */
+  refresh(seatIds) {
+    const L = this.layout;
+    if (!L) return;
+    for (const id of seatIds) {
+      const i = L.indexOf(id);
+      if (i >= 0) this.markDirty(i);
+    }
   }
 
   clearPicks() {

@@ -121,7 +121,7 @@ function openStream(from) {
 function announceTaken(ids) {
   const theirs = ids.filter((id) => !checkout?.ours(id));
   if (!theirs.length) return;
-  showMessage(`Someone else just took ${theirs.map(seatName).join('; ')}. We took it off your picks.`, { problem: 'seats-unavailable' });
+  showMessage(`Someone else just took ${theirs.map(checkout?.named ?? seatName).join('; ')}. We took it off your picks.`, { problem: 'seats-unavailable' });
 }
 
 async function loadMap() {

@@ -19,10 +19,12 @@ export function createCheckout({ eventId, details, map, admission }) {
   let ticking = 0;
   let pending = null; // { text, key }: a reservation asked for, kept so a retry reuses its key
   const inFlight = new Set(); // seats of a reservation on its way: their change is ours
+  const sectionNames = new Map(details.seat_map.sections.map((s) => [s.code, s.name]));
+  const named = (id) => seatName(id, sectionNames);
 
   function seatList(target, seats, prices) {
     target.replaceChildren(...seats.map((id) => el('li', { className: 'picked', 'data-seat': id },
-      el('span', {}, seatName(id)), prices ? el('span', { className: 'price' }, money(prices.get(id), currency)) : null)));
+      el('span', {}, named(id)), prices ? el('span', { className: 'price' }, money(prices.get(id), currency)) : null)));
   }
 
   function showPanels(which) {
@@ -50,13 +52,16 @@ export function createCheckout({ eventId, details, map, admission }) {
   function stop() {
     clearInterval(ticking);
     ticking = 0;
+    const seats = hold?.seats ?? [];
     hold = null;
+    map.refresh(seats); // no longer drawn as the fan's
     keep(key, null);
     showPanels('select');
   }
 
   function showHold(reservation) {
     hold = reservation;
+    map.refresh(reservation.seats); // drawn as the fan's from now on
     keep(key, { reservation_id: reservation.reservation_id });
     seatList($('hold-seats'), reservation.seats, null);
     $('hold-total').textContent = money(reservation.amount.amount, reservation.amount.currency);
@@ -105,7 +110,7 @@ export function createCheckout({ eventId, details, map, admission }) {
       if (e instanceof ApiError && e.name === 'seats-unavailable' && Array.isArray(e.problem.seats)) {
         // The map may not have heard yet: show those seats as taken now.
         map.apply(e.problem.seats, 'held');
-        const words = e.problem.seats.map(seatName).join('; ');
+        const words = e.problem.seats.map(named).join('; ');
         showMessage(`Sorry — someone else just took ${words}. Please pick other seats.`, { problem: e.name });
       } else if (e instanceof ApiError && e.name === 'not-enough-places' && Number.isInteger(e.problem.available)) {
         showMessage(`Only ${e.problem.available} standing places are left there: ask for that many or fewer.`, { problem: e.name });
@@ -208,5 +213,5 @@ export function createCheckout({ eventId, details, map, admission }) {
   $('best-count').value = String(Math.min(2, details.max_seats_per_order));
   refreshSelection();
 
-  return { reserve, refreshSelection, restore, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
+  return { reserve, refreshSelection, restore, named, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
 }

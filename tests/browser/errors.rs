@@ -107,3 +107,86 @@ async fn a_lapsed_hold_is_explained_and_its_seats_are_free_again() -> anyhow::Re
     b.screenshot("errors-3-hold-expired-phone").await?;
     scene.finish([b]).await
 }
+
+/// A Hold turned away for a moment (`429` with `Retry-After`: Alice's rate of one write a second
+/// is spent) is sent again by the page itself, with the same key: Alice sees the wait counted
+/// down, then her hold, drawn as hers; the server holds her two seats once. (The same path
+/// serves a `503` with `Retry-After`, e.g. `overloaded`.)
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn a_hold_turned_away_for_a_moment_is_sent_again_by_the_page() -> anyhow::Result<()> {
+    let scene = Scene::start_with(|s| {
+        s.limits.customer_per_second = 1;
+        s.limits.customer_burst = 1;
+    })
+    .await?;
+    let app = &scene.app;
+    let event = app.create_event_changed(Duration::minutes(-1), |_| {}).await;
+    let b = scene.fan_on("alice", Viewport::DESKTOP, event).await?;
+    for seat in ["A-1-1", "A-1-2"] {
+        click_seat(&b, seat).await?;
+    }
+    // Alice's one write of this second goes elsewhere (releasing a reservation she does not
+    // have), and Hold is pressed as soon as it is answered, well inside the second.
+    let spent = b
+        .js(
+            "const token = sessionStorage.getItem('frontrow.token');
+             return fetch(`/events/${arguments[0]}/reservations/00000000-0000-4000-8000-000000000000/release`,
+                 { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Idempotency-Key': 'spend-the-second' } })
+               .then((r) => { document.getElementById('hold-button').click(); return r.status; });",
+            vec![serde_json::json!(event.to_string())],
+        )
+        .await?;
+    b.check(
+        "errors-busy-spent",
+        spent == 404,
+        format!("the write that spends Alice's second answered {spent}, not 404"),
+    )
+    .await?;
+    let notice = wait_problem(&b, "errors-busy-notice", "rate-limited").await?;
+    println!("while the page waits: {notice:?}");
+    b.check(
+        "errors-busy-words",
+        notice.contains("Trying again for you in"),
+        format!("the notice does not say the page tries again: {notice:?}"),
+    )
+    .await?;
+    b.screenshot("errors-4-busy-retrying").await?;
+    b.wait_for("#hold-panel", WAIT).await?;
+    let retry_over = b
+        .js(
+            "const m = document.getElementById('message');
+             return m.hidden || m.dataset.retry === undefined;",
+            vec![],
+        )
+        .await?;
+    b.check(
+        "errors-busy-cleared",
+        retry_over == true,
+        "the retry notice is still shown after the hold",
+    )
+    .await?;
+    let held = app.availability(event, None).await.seats.held;
+    b.check(
+        "errors-busy-once",
+        held == 2,
+        format!("{held} seats are held after the retried hold of two"),
+    )
+    .await?;
+    // Her seats are drawn as hers: a dark tick and frame on white, not the struck-through
+    // square of someone else's hold.
+    // Inside the frame, up and left of the tick: white.
+    let inside = seat_colour(&b, "A-1-1", "A-1-2", (-0.16, -0.2)).await?;
+    let tick = seat_colour(&b, "A-1-1", "A-1-2", (-0.064, 0.176)).await?;
+    let frame = seat_colour(&b, "A-1-1", "A-1-2", (-0.34, 0.0)).await?;
+    let light = |c: [u8; 3]| c.iter().all(|&v| v > 220);
+    let dark = |c: [u8; 3]| c.iter().all(|&v| v < 90);
+    b.check(
+        "errors-busy-drawn-as-hers",
+        light(inside) && dark(tick) && dark(frame),
+        format!("A-1-1 is not drawn as held for Alice: inside {inside:?}, tick {tick:?}, frame {frame:?}"),
+    )
+    .await?;
+    b.screenshot("errors-5-held-after-retry").await?;
+    scene.finish([b]).await
+}

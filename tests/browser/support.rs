@@ -26,8 +26,13 @@ pub struct Scene {
 
 impl Scene {
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(|_| {}).await
+    }
+
+    /// [`Self::start`] with the server's settings changed by `configure`.
+    pub async fn start_with(configure: impl FnOnce(&mut frontrow::Settings)) -> anyhow::Result<Self> {
         let turn = ONE_AT_A_TIME.lock().await;
-        let app = TestApp::spawn().await;
+        let app = TestApp::spawn_with(configure).await;
         let driver = Driver::start().await?;
         Ok(Self {
             app,

@@ -98,14 +98,50 @@ export function sentence(problem) {
   return 'Something went wrong. Please try again.';
 }
 
-/** An API answer that was not a success. */
+/** An API answer that was not a success. `retryAfter`: the seconds its `Retry-After` asked for. */
 export class ApiError extends Error {
-  constructor(status, problem) {
+  constructor(status, problem, retryAfter = null) {
     super(sentence(problem));
     this.status = status;
     this.problem = problem;
     this.name = problemName(problem?.type);
+    this.retryAfter = retryAfter;
   }
+}
+
+/** `Retry-After` in seconds (it is either a number of seconds or a date), or null. */
+function retryAfterOf(response) {
+  const value = response.headers.get('Retry-After')?.trim();
+  if (!value) return null;
+  if (/^[0-9]+$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, (at - Date.now()) / 1000);
+}
+
+/** How many times one call is repeated by itself after a `429` or `503`. */
+const RETRIES = 3;
+/** The longest `Retry-After` the page waits out by itself; after a longer one the fan decides. */
+const LONGEST_WAIT_S = 10;
+
+/**
+ * How long to wait before repeating a call that failed with `error`, or null not to: only a
+ * `429` or `503` that says when to come back, and not too far off. A random part of up to half
+ * as long again spreads out a crowd that was turned away at the same moment.
+ */
+function waitBeforeRetry(error) {
+  const busy = error instanceof ApiError && (error.status === 429 || error.status === 503);
+  if (!busy || error.retryAfter === null || error.retryAfter > LONGEST_WAIT_S) return null;
+  return Math.max(error.retryAfter, 0.5) * (1 + Math.random() / 2);
+}
+
+function sleep(seconds, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, seconds * 1000);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason ?? new DOMException('aborted', 'AbortError'));
+    }, { once: true });
+  });
 }
 
 /** A network failure (no answer at all). */
@@ -117,8 +153,35 @@ function offline() {
  * Calls the API. `body` is sent as JSON; `headers` are added; `auth` (default true) sends the
  * signed-in customer's token. Resolves with the parsed JSON (or null for an empty answer);
  * rejects with ApiError.
+ *
+ * A call that is safe to repeat (a GET, or a write with an `Idempotency-Key`, which the server
+ * answers once however often it is sent) and is refused with `429` or `503` and a
+ * `Retry-After` is repeated by itself, up to three times, after waiting as long as it was asked
+ * to. `onRetry(error, seconds)` hears of each wait (to tell the fan), and `onRetry(null)` once
+ * the call is over after one.
  */
-export async function api(method, path, { body, headers = {}, auth = true, signal } = {}) {
+export async function api(method, path, { body, headers = {}, auth = true, signal, onRetry } = {}) {
+  const repeatable = method === 'GET' || Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key');
+  let waited = false;
+  try {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await once(method, path, { body, headers, auth, signal });
+      } catch (e) {
+        const wait = repeatable && attempt < RETRIES ? waitBeforeRetry(e) : null;
+        if (wait === null) throw e;
+        waited = true;
+        onRetry?.(e, wait);
+        await sleep(wait, signal);
+      }
+    }
+  } finally {
+    if (waited) onRetry?.(null);
+  }
+}
+
+/** One request of [`api`]. */
+async function once(method, path, { body, headers, auth, signal }) {
   const h = { Accept: 'application/json', ...headers };
   if (body !== undefined) h['Content-Type'] = 'application/json';
   const tok = auth ? token() : null;
@@ -142,7 +205,7 @@ export async function api(method, path, { body, headers = {}, auth = true, signa
   if (!response.ok) {
     const problem = json && typeof json === 'object' ? json : { type: 'about:blank', detail: '' };
     if (response.status === 401 && tok) signOut();
-    throw new ApiError(response.status, problem);
+    throw new ApiError(response.status, problem, retryAfterOf(response));
   }
   return json;
 }

@@ -9,10 +9,15 @@ const NAV = [
   { href: '/me', label: 'My bookings' },
 ];
 
+/** The countdown of a retry notice on the message line, if one is running. */
+let countdown = 0;
+
 /** Shows `text` in the page's message line (role=alert). `problem` names the problem type. */
 export function showMessage(text, { problem = '', tone = 'error' } = {}) {
   const box = document.getElementById('message');
   if (!box) return;
+  clearInterval(countdown);
+  delete box.dataset.retry;
   box.textContent = text;
   box.dataset.problem = problem;
   box.dataset.tone = tone;
@@ -29,9 +34,45 @@ export function showProblem(error) {
 export function clearMessage() {
   const box = document.getElementById('message');
   if (!box) return;
+  clearInterval(countdown);
+  delete box.dataset.retry;
   box.hidden = true;
   box.textContent = '';
   box.dataset.problem = '';
+}
+
+/** Why a call is being repeated, in the fan's words (the sentences of api.js say "try again"). */
+const BUSY = {
+  'overloaded': 'Lots of fans are trying at once.',
+  'rate-limited': 'That was a lot of requests in a short time.',
+  'journal-unavailable': 'We cannot record bookings for a moment.',
+  'not-owner': 'This event is moving between servers.',
+  'catching-up': 'The server is catching up.',
+  'position-not-visible': 'Your change is still on its way.',
+};
+
+/**
+ * `api()`'s `onRetry` for pages: says the server turned the call away and counts down to the
+ * page trying again by itself; `retryNotice(null)` takes that notice away when the call is over
+ * (an error the page shows after it replaces it anyway).
+ */
+export function retryNotice(error, seconds) {
+  const box = document.getElementById('message');
+  if (!box) return;
+  if (error === null) {
+    if (box.dataset.retry) clearMessage();
+    return;
+  }
+  const reason = BUSY[error.name] ?? 'FrontRow is busy.';
+  const until = Date.now() + seconds * 1000;
+  const say = () => {
+    const left = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+    box.textContent = `${reason} Trying again for you in ${left} s…`;
+  };
+  showMessage('', { problem: error.name, tone: 'warn' });
+  box.dataset.retry = 'waiting';
+  say();
+  countdown = setInterval(say, 250);
 }
 
 /** A demo name as a customer id: spaces become dots; other characters must already be allowed. */

@@ -3,7 +3,7 @@
 
 import { ApiError, get, post } from '../lib/api.js';
 import { el, mmss, money, newKey, seatName } from '../lib/format.js';
-import { clearMessage, showMessage, showProblem } from '../lib/layout.js';
+import { clearMessage, retryNotice, showMessage, showProblem } from '../lib/layout.js';
 import { keep, kept, signedIn } from '../lib/session.js';
 
 const $ = (id) => document.getElementById(id);
@@ -99,7 +99,7 @@ export function createCheckout({ eventId, details, map, admission }) {
     buttons.forEach((b) => { b.disabled = true; });
     for (const id of body.seats ?? []) inFlight.add(id);
     try {
-      const reservation = await post(`/events/${eventId}/reservations`, body, { headers });
+      const reservation = await post(`/events/${eventId}/reservations`, body, { headers, onRetry: retryNotice });
       pending = null;
       clearMessage();
       map.clearPicks();
@@ -132,7 +132,7 @@ export function createCheckout({ eventId, details, map, admission }) {
     if (!hold) return;
     const h = hold;
     try {
-      const answer = await post(`/events/${eventId}/reservations/${h.reservation_id}/release`, undefined, { headers: { 'Idempotency-Key': `release-${h.reservation_id}` } });
+      const answer = await post(`/events/${eventId}/reservations/${h.reservation_id}/release`, undefined, { headers: { 'Idempotency-Key': `release-${h.reservation_id}` }, onRetry: retryNotice });
       map.apply(h.seats, 'available');
       stop();
       showMessage(answer.status === 'released' ? 'Your seats were released.' : 'Your hold has ended.', { tone: 'ok', problem: '' });
@@ -147,7 +147,7 @@ export function createCheckout({ eventId, details, map, admission }) {
     $('pay-button').disabled = true;
     try {
       // Keyed, so pressing Pay again after a lost answer delivers the same payment, not a second.
-      const answer = await post('/demo/payments', { event_id: eventId, reservation_id: h.reservation_id }, { headers: { 'Idempotency-Key': `pay-${h.reservation_id}` } });
+      const answer = await post('/demo/payments', { event_id: eventId, reservation_id: h.reservation_id }, { headers: { 'Idempotency-Key': `pay-${h.reservation_id}` }, onRetry: retryNotice });
       if (answer.reservation_status === 'booked') {
         showConfirmation(h);
         showMessage('Payment received — your seats are booked.', { tone: 'ok', problem: '' });

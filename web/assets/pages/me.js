@@ -3,7 +3,7 @@
 
 import { get, post } from '../lib/api.js';
 import { el, money, newKey, seatName, when } from '../lib/format.js';
-import { clearMessage, mountLayout, showMessage, showProblem } from '../lib/layout.js';
+import { clearMessage, mountLayout, retryNotice, showMessage, showProblem } from '../lib/layout.js';
 import { onChange, signedIn } from '../lib/session.js';
 
 const list = document.getElementById('bookings');
@@ -27,7 +27,7 @@ function booking(b, reload) {
       if (!confirm(`Cancel your booking for ${b.title}? Your ${b.seats.length} seat${b.seats.length === 1 ? '' : 's'} go back on sale and you get a refund.`)) return;
       button.disabled = true;
       try {
-        await post(`/events/${b.event_id}/reservations/${b.reservation_id}/cancel`, undefined, { headers: { 'Idempotency-Key': key } });
+        await post(`/events/${b.event_id}/reservations/${b.reservation_id}/cancel`, undefined, { headers: { 'Idempotency-Key': key }, onRetry: retryNotice });
         showMessage(`Booking cancelled: ${money(b.amount, b.currency)} will be refunded.`, { tone: 'ok', problem: '' });
         item.classList.add('booking-cancelled');
         item.querySelector('.booking-status').textContent = 'Cancelled and refunded';

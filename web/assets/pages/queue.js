@@ -5,7 +5,7 @@
 
 import { get, post } from '../lib/api.js';
 import { mmss, newKey, roughly, when } from '../lib/format.js';
-import { showMessage, showProblem } from '../lib/layout.js';
+import { retryNotice, showMessage, showProblem } from '../lib/layout.js';
 import { keep, kept, onChange, signedIn, token } from '../lib/session.js';
 
 const $ = (id) => document.getElementById(id);
@@ -170,7 +170,7 @@ export function createQueue({ eventId, details, onAdmitted }) {
     save();
     $('queue-join').disabled = true;
     try {
-      const answer = await post(`/events/${eventId}/${waitlist ? 'waitlist' : 'queue/join'}`, {}, { headers: { 'Idempotency-Key': `${state.joinKey}${waitlist ? '-w' : ''}` } });
+      const answer = await post(`/events/${eventId}/${waitlist ? 'waitlist' : 'queue/join'}`, {}, { headers: { 'Idempotency-Key': `${state.joinKey}${waitlist ? '-w' : ''}` }, onRetry: retryNotice });
       state.ticket = answer.ticket;
       state.joinKey = null; // the next join (after a lapse) is a new intent
       save();

@@ -190,3 +190,45 @@ async fn a_hold_turned_away_for_a_moment_is_sent_again_by_the_page() -> anyhow::
     b.screenshot("errors-5-held-after-retry").await?;
     scene.finish([b]).await
 }
+
+/// The server ends a hold by its own clock; a browser whose clock is behind still counts down.
+/// The seat stream's news that the hold's seats are free again ends the hold on the page too:
+/// the sentence, the panel gone, the seat available, while the page's countdown still had most
+/// of ten minutes to go.
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn a_hold_the_server_ended_ends_on_the_page_whatever_its_clock_says() -> anyhow::Result<()> {
+    let (scene, _event, b) = Scene::with_fan("alice", Viewport::DESKTOP).await?;
+    let app = &scene.app;
+    click_seat(&b, "A-1-8").await?;
+    b.click("#hold-button").await?;
+    b.wait_for("#hold-panel", WAIT).await?;
+    let before = b.text("#hold-countdown").await?;
+    // Ten minutes pass for the server only.
+    app.clock.advance(Duration::minutes(10) + Duration::seconds(1));
+    let sentence = wait_problem(&b, "errors-ended-by-server", "hold-expired").await?;
+    println!("hold ended by the server (countdown was {before}): {sentence:?}");
+    wait_status(&b, "errors-ended-drawn", "A-1-8", "A", WAIT).await?;
+    let page = b
+        .js(
+            "return { panel: document.getElementById('hold-panel').hidden,
+                      selection: document.getElementById('selection-panel').hidden,
+                      left: document.getElementById('hold-countdown').textContent };",
+            vec![],
+        )
+        .await?;
+    b.check(
+        "errors-ended-panels",
+        page["panel"] == true && page["selection"] == false,
+        format!("the hold panel is still up after the server ended the hold: {page}"),
+    )
+    .await?;
+    b.check(
+        "errors-ended-early",
+        before.starts_with("09:") || before.starts_with("10:"),
+        format!("the page's countdown read {before:?} when the hold was made"),
+    )
+    .await?;
+    b.screenshot("errors-6-ended-by-server").await?;
+    scene.finish([b]).await
+}

@@ -96,6 +96,7 @@ function openStream(from) {
     position = e.lastEventId;
     deltas += 1;
     map.apply(change.seats, change.status, `delta-painted-${deltas}`, position);
+    if (change.status === 'available') checkout?.freed(change.seats);
     scheduleSectionCounts();
   });
   stream.addEventListener('zone', (e) => {

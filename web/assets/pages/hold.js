@@ -18,6 +18,7 @@ export function createCheckout({ eventId, details, map, admission }) {
   let hold = null; // the reservation being paid for
   let ticking = 0;
   let pending = null; // { text, key }: a reservation asked for, kept so a retry reuses its key
+  let releasing = false; // the fan's own release is on its way: its seats come back by it
   const inFlight = new Set(); // seats of a reservation on its way: their change is ours
   const sectionNames = new Map(details.seat_map.sections.map((s) => [s.code, s.name]));
   const named = (id) => seatName(id, sectionNames);
@@ -47,6 +48,16 @@ export function createCheckout({ eventId, details, map, admission }) {
   function lapsed() {
     stop();
     showMessage('Your hold ended and your seats were released. You can pick seats again.', { problem: 'hold-expired' });
+  }
+
+  /**
+   * The seat stream says `seatIds` are free again. If they are the open hold's (and the fan is
+   * not releasing it), the server ended the hold: its clock decides when a hold lapses, and this
+   * browser's may be behind.
+   */
+  function freed(seatIds) {
+    if (!hold || releasing || !seatIds.some((id) => hold.seats.includes(id))) return;
+    lapsed();
   }
 
   function stop() {
@@ -131,6 +142,7 @@ export function createCheckout({ eventId, details, map, admission }) {
   async function release() {
     if (!hold) return;
     const h = hold;
+    releasing = true;
     try {
       const answer = await post(`/events/${eventId}/reservations/${h.reservation_id}/release`, undefined, { headers: { 'Idempotency-Key': `release-${h.reservation_id}` }, onRetry: retryNotice });
       map.apply(h.seats, 'available');
@@ -138,6 +150,8 @@ export function createCheckout({ eventId, details, map, admission }) {
       showMessage(answer.status === 'released' ? 'Your seats were released.' : 'Your hold has ended.', { tone: 'ok', problem: '' });
     } catch (e) {
       showProblem(e);
+    } finally {
+      releasing = false;
     }
   }
 
@@ -213,5 +227,5 @@ export function createCheckout({ eventId, details, map, admission }) {
   $('best-count').value = String(Math.min(2, details.max_seats_per_order));
   refreshSelection();
 
-  return { reserve, refreshSelection, restore, named, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
+  return { reserve, refreshSelection, restore, named, freed, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
 }

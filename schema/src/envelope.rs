@@ -8,8 +8,10 @@
 //! `schemaversion`, so an old version can be upcast when a newer one exists.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use chrono::{DateTime, Utc};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -103,32 +105,12 @@ struct WireOut<'a, T: Serialize> {
     data: &'a T,
 }
 
-/// Borrows what it can from the stored bytes: a replay decodes millions of these.
-#[derive(Deserialize)]
-struct WireIn<'a> {
-    #[serde(borrow)]
-    specversion: Cow<'a, str>,
-    id: Uuid,
-    #[serde(rename = "type", borrow)]
-    ty: Cow<'a, str>,
-    subject: EventId,
-    #[serde(deserialize_with = "rfc3339")]
-    time: DateTime<Utc>,
-    schemaversion: u32,
-    sequence: u64,
-    causationid: Option<Uuid>,
-    correlationid: Option<Uuid>,
-    idempotencykey: Option<String>,
-    #[serde(borrow)]
-    data: &'a RawValue,
-}
-
 /// An RFC 3339 time (the envelope's, and the payloads' frequent ones) through chrono's
 /// dedicated parser: its `FromStr`, which chrono's own `Deserialize` uses, goes through the
 /// general format machinery and is several times slower; it stays the fallback for the looser
 /// forms it also takes.
 pub(crate) fn rfc3339<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
-    let text = <Cow<'de, str>>::deserialize(d)?;
+    let text = Text::deserialize(d)?.0;
     DateTime::parse_from_rfc3339(&text)
         .or_else(|_| text.parse::<DateTime<chrono::FixedOffset>>())
         .map(|t| t.with_timezone(&Utc))
@@ -184,42 +166,46 @@ pub fn encode(env: &Envelope) -> Vec<u8> {
 }
 
 /// Reads an envelope of any supported schema version.
+///
+/// One pass over the bytes: the payload is read straight into its event type when `type` and
+/// `schemaversion` come before `data`, as [`encode`] writes them (a replay decodes millions of
+/// these); a record with `data` first is read again from the payload's text once they are known.
 pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
-    let wire: WireIn = match std::str::from_utf8(bytes) {
+    let in_data = Cell::new(None);
+    let seed = WireSeed { in_data: &in_data };
+    let read = match std::str::from_utf8(bytes) {
         // Checked once, whole: the text parser then does not check each string again.
-        Ok(text) => serde_json::from_str(text),
-        // The byte parser says where the text breaks.
-        Err(_) => serde_json::from_slice(bytes),
-    }
-    .map_err(DecodeError::Malformed)?;
+        Ok(text) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            seed.deserialize(&mut de).and_then(|wire| de.end().map(|()| wire))
+        }
+        // The byte parser says where the text breaks; bytes that are not text are no envelope,
+        // wherever they stand.
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            let read = seed.deserialize(&mut de).and_then(|wire| de.end().map(|()| wire));
+            in_data.set(None);
+            read
+        }
+    };
+    let wire = read.map_err(|e| match in_data.take() {
+        Some(ty) => DecodeError::Payload(ty, e),
+        None => DecodeError::Malformed(e),
+    })?;
     if wire.specversion != "1.0" {
         return Err(DecodeError::SpecVersion(wire.specversion.into_owned()));
     }
-    fn payload<'a, T: Deserialize<'a>>(ty: &str, raw: &'a RawValue) -> Result<T, DecodeError> {
-        serde_json::from_str(raw.get()).map_err(|e| DecodeError::Payload(ty.to_owned(), e))
-    }
-    let raw = wire.data;
-    let event = match (&*wire.ty, wire.schemaversion) {
-        ("frontrow.event.scheduled", 1) => Event::EventScheduled(payload(&wire.ty, raw)?),
-        ("frontrow.seatmap.changed", 1) => Event::SeatMapChanged(payload(&wire.ty, raw)?),
-        ("frontrow.seats.reserved", 1) => Event::SeatsReserved(payload(&wire.ty, raw)?),
-        ("frontrow.seats.booked", 1) => Event::SeatsBooked(payload(&wire.ty, raw)?),
-        ("frontrow.seats.released", 1) => Event::SeatsReleased(payload(&wire.ty, raw)?),
-        ("frontrow.payment.refunded", 1) => Event::PaymentRefunded(payload(&wire.ty, raw)?),
-        ("frontrow.payment.failed", 1) => Event::PaymentFailed(payload(&wire.ty, raw)?),
-        ("frontrow.seats.withheld", 1) => Event::SeatsWithheld(payload(&wire.ty, raw)?),
-        ("frontrow.seats.returned", 1) => Event::SeatsReturned(payload(&wire.ty, raw)?),
-        ("frontrow.queue.opened", 1) => Event::Queue(QueueEvent::Opened(payload(&wire.ty, raw)?)),
-        ("frontrow.queue.joined", 1) => Event::Queue(QueueEvent::Joined(payload(&wire.ty, raw)?)),
-        ("frontrow.queue.shuffled", 1) => Event::Queue(QueueEvent::Shuffled(payload(&wire.ty, raw)?)),
-        ("frontrow.queue.admitted", 1) => Event::Queue(QueueEvent::Admitted(payload(&wire.ty, raw)?)),
-        ("frontrow.queue.admission_lapsed", 1) => Event::Queue(QueueEvent::Lapsed(payload(&wire.ty, raw)?)),
-        ("frontrow.queue.admission_spent", 1) => Event::Queue(QueueEvent::Spent(payload(&wire.ty, raw)?)),
-        ("frontrow.queue.left", 1) => Event::Queue(QueueEvent::Left(payload(&wire.ty, raw)?)),
-        ("frontrow.queue.sold_out", 1) => Event::Queue(QueueEvent::SoldOut(payload(&wire.ty, raw)?)),
-        ("frontrow.waitlist.joined", 1) => Event::Queue(QueueEvent::WaitlistJoined(payload(&wire.ty, raw)?)),
-        ("frontrow.waitlist.offered", 1) => Event::Queue(QueueEvent::WaitlistOffered(payload(&wire.ty, raw)?)),
-        (ty, v) => return Err(DecodeError::UnknownType(ty.to_owned(), v)),
+    let event = match wire.data {
+        Data::Read(Some(event)) => event,
+        Data::Read(None) => return Err(DecodeError::UnknownType(wire.ty.into_owned(), wire.schemaversion)),
+        Data::Ahead(raw) => {
+            let mut de = serde_json::Deserializer::from_str(raw.get());
+            match event_of(&wire.ty, wire.schemaversion, &mut de) {
+                Ok(Some(event)) => event,
+                Ok(None) => return Err(DecodeError::UnknownType(wire.ty.into_owned(), wire.schemaversion)),
+                Err(e) => return Err(DecodeError::Payload(wire.ty.into_owned(), e)),
+            }
+        }
     };
     Ok(Envelope {
         causation_id: wire.causationid,
@@ -227,6 +213,209 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
         idempotency_key: wire.idempotencykey,
         ..Envelope::with_id(wire.id, wire.subject, wire.sequence, wire.time, event)
     })
+}
+
+/// The event of `ty` at schema version `version` read from `d`, or `None` (its value skipped)
+/// for a type or version this code does not know. The one table of what `decode` reads.
+fn event_of<'de, D: serde::Deserializer<'de>>(ty: &str, version: u32, d: D) -> Result<Option<Event>, D::Error> {
+    Ok(Some(match (ty, version) {
+        ("frontrow.event.scheduled", 1) => Event::EventScheduled(Deserialize::deserialize(d)?),
+        ("frontrow.seatmap.changed", 1) => Event::SeatMapChanged(Deserialize::deserialize(d)?),
+        ("frontrow.seats.reserved", 1) => Event::SeatsReserved(Deserialize::deserialize(d)?),
+        ("frontrow.seats.booked", 1) => Event::SeatsBooked(Deserialize::deserialize(d)?),
+        ("frontrow.seats.released", 1) => Event::SeatsReleased(Deserialize::deserialize(d)?),
+        ("frontrow.payment.refunded", 1) => Event::PaymentRefunded(Deserialize::deserialize(d)?),
+        ("frontrow.payment.failed", 1) => Event::PaymentFailed(Deserialize::deserialize(d)?),
+        ("frontrow.seats.withheld", 1) => Event::SeatsWithheld(Deserialize::deserialize(d)?),
+        ("frontrow.seats.returned", 1) => Event::SeatsReturned(Deserialize::deserialize(d)?),
+        ("frontrow.queue.opened", 1) => Event::Queue(QueueEvent::Opened(Deserialize::deserialize(d)?)),
+        ("frontrow.queue.joined", 1) => Event::Queue(QueueEvent::Joined(Deserialize::deserialize(d)?)),
+        ("frontrow.queue.shuffled", 1) => Event::Queue(QueueEvent::Shuffled(Deserialize::deserialize(d)?)),
+        ("frontrow.queue.admitted", 1) => Event::Queue(QueueEvent::Admitted(Deserialize::deserialize(d)?)),
+        ("frontrow.queue.admission_lapsed", 1) => Event::Queue(QueueEvent::Lapsed(Deserialize::deserialize(d)?)),
+        ("frontrow.queue.admission_spent", 1) => Event::Queue(QueueEvent::Spent(Deserialize::deserialize(d)?)),
+        ("frontrow.queue.left", 1) => Event::Queue(QueueEvent::Left(Deserialize::deserialize(d)?)),
+        ("frontrow.queue.sold_out", 1) => Event::Queue(QueueEvent::SoldOut(Deserialize::deserialize(d)?)),
+        ("frontrow.waitlist.joined", 1) => Event::Queue(QueueEvent::WaitlistJoined(Deserialize::deserialize(d)?)),
+        ("frontrow.waitlist.offered", 1) => Event::Queue(QueueEvent::WaitlistOffered(Deserialize::deserialize(d)?)),
+        _ => {
+            IgnoredAny::deserialize(d)?;
+            return Ok(None);
+        }
+    }))
+}
+
+/// An envelope as read, borrowing what it can from the stored bytes.
+struct WireIn<'a> {
+    specversion: Cow<'a, str>,
+    id: Uuid,
+    ty: Cow<'a, str>,
+    subject: EventId,
+    time: DateTime<Utc>,
+    schemaversion: u32,
+    sequence: u64,
+    causationid: Option<Uuid>,
+    correlationid: Option<Uuid>,
+    idempotencykey: Option<String>,
+    data: Data<'a>,
+}
+
+/// The payload: read as its event (`None`: a type this code does not know), or kept as text
+/// because it came before `type` or `schemaversion`.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one lives on the stack per decode; boxing the event would allocate for every record"
+)]
+enum Data<'a> {
+    Read(Option<Event>),
+    Ahead(&'a RawValue),
+}
+
+/// The envelope's fields, by name; any other (`source`, `dataschema`, …) is skipped.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Field {
+    Specversion,
+    Id,
+    Type,
+    Subject,
+    Time,
+    Schemaversion,
+    Sequence,
+    Causationid,
+    Correlationid,
+    Idempotencykey,
+    Data,
+    #[serde(other)]
+    Other,
+}
+
+/// Reads a [`WireIn`]; `in_data` holds the type while its payload is being read, so an error
+/// there is told as the payload's.
+struct WireSeed<'c> {
+    in_data: &'c Cell<Option<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for WireSeed<'_> {
+    type Value = WireIn<'de>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// The payload read as the event its (already read) type names.
+struct EventSeed<'t> {
+    ty: &'t str,
+    version: u32,
+}
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = Option<Event>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        event_of(self.ty, self.version, d)
+    }
+}
+
+/// A string borrowed from the record when it has no escapes, else copied.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// An RFC 3339 time, through [`rfc3339`].
+struct Time(DateTime<Utc>);
+
+impl<'de> Deserialize<'de> for Time {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        rfc3339(d).map(Time)
+    }
+}
+
+/// Sets a field read once; a second value for it is an error, as it is for derived structs.
+fn once<T, E: serde::de::Error>(slot: &mut Option<T>, name: &'static str, value: T) -> Result<(), E> {
+    if slot.replace(value).is_some() {
+        return Err(E::duplicate_field(name));
+    }
+    Ok(())
+}
+
+impl<'de> Visitor<'de> for WireSeed<'_> {
+    type Value = WireIn<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a FrontRow envelope (a CloudEvents JSON object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut specversion, mut id, mut ty, mut subject, mut time) = (None, None, None, None, None);
+        let (mut schemaversion, mut sequence, mut data) = (None, None, None);
+        let (mut causationid, mut correlationid, mut idempotencykey) = (None, None, None);
+        while let Some(field) = map.next_key::<Field>()? {
+            match field {
+                Field::Specversion => once(&mut specversion, "specversion", map.next_value::<Text<'de>>()?.0)?,
+                Field::Id => once(&mut id, "id", map.next_value::<Uuid>()?)?,
+                Field::Type => once(&mut ty, "type", map.next_value::<Text<'de>>()?.0)?,
+                Field::Subject => once(&mut subject, "subject", map.next_value::<EventId>()?)?,
+                Field::Time => once(&mut time, "time", map.next_value::<Time>()?.0)?,
+                Field::Schemaversion => once(&mut schemaversion, "schemaversion", map.next_value::<u32>()?)?,
+                Field::Sequence => once(&mut sequence, "sequence", map.next_value::<u64>()?)?,
+                Field::Causationid => once(&mut causationid, "causationid", map.next_value::<Option<Uuid>>()?)?,
+                Field::Correlationid => once(&mut correlationid, "correlationid", map.next_value::<Option<Uuid>>()?)?,
+                Field::Idempotencykey => once(
+                    &mut idempotencykey,
+                    "idempotencykey",
+                    map.next_value::<Option<String>>()?,
+                )?,
+                Field::Data => {
+                    let read = match (&ty, schemaversion) {
+                        (Some(t), Some(version)) => {
+                            self.in_data.set(Some(t.to_string()));
+                            let event = map.next_value_seed(EventSeed { ty: t, version })?;
+                            self.in_data.set(None);
+                            Data::Read(event)
+                        }
+                        _ => Data::Ahead(map.next_value::<&'de RawValue>()?),
+                    };
+                    once(&mut data, "data", read)?;
+                }
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        use serde::de::Error;
+        Ok(WireIn {
+            specversion: specversion.ok_or_else(|| A::Error::missing_field("specversion"))?,
+            id: id.ok_or_else(|| A::Error::missing_field("id"))?,
+            ty: ty.ok_or_else(|| A::Error::missing_field("type"))?,
+            subject: subject.ok_or_else(|| A::Error::missing_field("subject"))?,
+            time: time.ok_or_else(|| A::Error::missing_field("time"))?,
+            schemaversion: schemaversion.ok_or_else(|| A::Error::missing_field("schemaversion"))?,
+            sequence: sequence.ok_or_else(|| A::Error::missing_field("sequence"))?,
+            causationid: causationid.flatten(),
+            correlationid: correlationid.flatten(),
+            idempotencykey: idempotencykey.flatten(),
+            data: data.ok_or_else(|| A::Error::missing_field("data"))?,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -259,6 +448,38 @@ mod tests {
             decode(record("yesterday").as_bytes()),
             Err(DecodeError::Malformed(_))
         ));
+    }
+
+    /// The payload is read in the same pass when `type` and `schemaversion` come first (as
+    /// `encode` writes them) and from its text when `data` comes first: the same envelope either
+    /// way. A payload that does not fit its type is that type's error in both orders; a second
+    /// `data` is a malformed envelope.
+    #[test]
+    fn the_payload_reads_the_same_wherever_it_stands() {
+        let data = r#""data":{"reservation_id":"0190a4b8-0000-7000-8000-000000000003","provider_event_id":"evt_1","payment_intent":"pi_1","message":null}"#;
+        let head = r#""specversion":"1.0","id":"0190a4b8-0000-7000-8000-000000000001","type":"frontrow.payment.failed","subject":"0190a4b8-0000-7000-8000-000000000002","time":"2026-06-01T10:00:00Z","schemaversion":1,"sequence":3,"correlationid":null"#;
+        let last = decode(format!("{{{head},{data}}}").as_bytes()).unwrap();
+        let first = decode(format!("{{{data},{head}}}").as_bytes()).unwrap();
+        assert_eq!(last, first);
+        assert!(matches!(last.event, Event::PaymentFailed(_)));
+        assert_eq!(encode(&last), encode(&first));
+        assert_eq!(decode(&encode(&last)).unwrap(), last);
+
+        let bad = data.replace("\"pi_1\"", "7");
+        for record in [format!("{{{head},{bad}}}"), format!("{{{bad},{head}}}")] {
+            match decode(record.as_bytes()) {
+                Err(DecodeError::Payload(ty, _)) => assert_eq!(ty, "frontrow.payment.failed"),
+                other => panic!("{record}: {other:?}"),
+            }
+        }
+        let twice = format!("{{{head},{data},{data}}}");
+        assert!(matches!(decode(twice.as_bytes()), Err(DecodeError::Malformed(_))));
+        let escaped = format!("{{{head},{data}}}").replace("payment.failed", r"payment\u002efailed");
+        assert_eq!(
+            decode(escaped.as_bytes()).unwrap(),
+            last,
+            "an escaped type reads as written"
+        );
     }
 
     #[test]

@@ -9,14 +9,10 @@ const NAV = [
   { href: '/me', label: 'My bookings' },
 ];
 
-/** The countdown of a retry notice on the message line, if one is running. */
-let countdown = 0;
-
 /** Shows `text` in the page's message line (role=alert). `problem` names the problem type. */
 export function showMessage(text, { problem = '', tone = 'error' } = {}) {
   const box = document.getElementById('message');
   if (!box) return;
-  clearInterval(countdown);
   delete box.dataset.retry;
   box.textContent = text;
   box.dataset.problem = problem;
@@ -34,7 +30,6 @@ export function showProblem(error) {
 export function clearMessage() {
   const box = document.getElementById('message');
   if (!box) return;
-  clearInterval(countdown);
   delete box.dataset.retry;
   box.hidden = true;
   box.textContent = '';
@@ -52,9 +47,10 @@ const BUSY = {
 };
 
 /**
- * `api()`'s `onRetry` for pages: says the server turned the call away and counts down to the
- * page trying again by itself; `retryNotice(null)` takes that notice away when the call is over
- * (an error the page shows after it replaces it anyway).
+ * `api()`'s `onRetry` for pages: says the server turned the call away and when the page tries
+ * again by itself (said once, not counted down: the line is an alert, and a screen reader would
+ * read every tick); `retryNotice(null)` takes that notice away when the call is over (an error
+ * the page shows after it replaces it anyway).
  */
 export function retryNotice(error, seconds) {
   const box = document.getElementById('message');
@@ -64,15 +60,8 @@ export function retryNotice(error, seconds) {
     return;
   }
   const reason = BUSY[error.name] ?? 'FrontRow is busy.';
-  const until = Date.now() + seconds * 1000;
-  const say = () => {
-    const left = Math.max(1, Math.ceil((until - Date.now()) / 1000));
-    box.textContent = `${reason} Trying again for you in ${left} s…`;
-  };
-  showMessage('', { problem: error.name, tone: 'warn' });
+  showMessage(`${reason} Trying again for you in ${Math.max(1, Math.ceil(seconds))} s…`, { problem: error.name, tone: 'warn' });
   box.dataset.retry = 'waiting';
-  say();
-  countdown = setInterval(say, 250);
 }
 
 /** A demo name as a customer id: spaces become dots; other characters must already be allowed. */

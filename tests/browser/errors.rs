@@ -4,8 +4,10 @@
 //! the problem; its text is never JSON.
 
 use chrono::Duration;
-use frontrow_browser::Viewport;
+use frontrow_browser::{Browser, Viewport};
+use frontrow_schema::EventId;
 
+use crate::common::TestApp;
 use crate::support::*;
 
 #[tokio::test]
@@ -143,14 +145,7 @@ async fn a_hold_turned_away_for_a_moment_is_sent_again_by_the_page() -> anyhow::
         format!("the write that spends Alice's second answered {spent}, not 404"),
     )
     .await?;
-    let notice = wait_problem(&b, "errors-busy-notice", "rate-limited").await?;
-    println!("while the page waits: {notice:?}");
-    b.check(
-        "errors-busy-words",
-        notice.contains("Trying again for you in"),
-        format!("the notice does not say the page tries again: {notice:?}"),
-    )
-    .await?;
+    wait_retry_notice(&b, "errors-busy-notice", "rate-limited").await?;
     b.screenshot("errors-4-busy-retrying").await?;
     b.wait_for("#hold-panel", WAIT).await?;
     let retry_over = b
@@ -166,13 +161,7 @@ async fn a_hold_turned_away_for_a_moment_is_sent_again_by_the_page() -> anyhow::
         "the retry notice is still shown after the hold",
     )
     .await?;
-    let held = app.availability(event, None).await.seats.held;
-    b.check(
-        "errors-busy-once",
-        held == 2,
-        format!("{held} seats are held after the retried hold of two"),
-    )
-    .await?;
+    check_held(&b, app, event, 2, "errors-busy-once").await?;
     // Her seats are drawn as hers: a dark tick and frame on white, not the struck-through
     // square of someone else's hold.
     // Inside the frame, up and left of the tick: white.
@@ -231,4 +220,75 @@ async fn a_hold_the_server_ended_ends_on_the_page_whatever_its_clock_says() -> a
     .await?;
     b.screenshot("errors-6-ended-by-server").await?;
     scene.finish([b]).await
+}
+
+/// Hold's answer is lost on the way back (the server held the seats; the page saw the
+/// connection fail): the page sends the hold again by itself with the same key, and the server
+/// answers it with the reservation it already made. Two requests, one hold of two seats.
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn a_hold_whose_answer_is_lost_is_sent_again_and_held_once() -> anyhow::Result<()> {
+    let (scene, event, b) = Scene::with_fan("alice", Viewport::DESKTOP).await?;
+    let app = &scene.app;
+    for seat in ["A-1-1", "A-1-2"] {
+        click_seat(&b, seat).await?;
+    }
+    // The page's first reservation request reaches the server, but its answer never reaches
+    // the page: it sees what a dropped connection looks like to fetch.
+    b.js(
+        "window.frontrowHolds = [];
+         const real = window.fetch.bind(window);
+         window.fetch = async (url, init) => {
+           if (!String(url).endsWith('/reservations')) return real(url, init);
+           window.frontrowHolds.push(init.headers['Idempotency-Key']);
+           const answer = await real(url, init);
+           if (window.frontrowHolds.length === 1) throw new TypeError('Failed to fetch');
+           return answer;
+         };",
+        vec![],
+    )
+    .await?;
+    b.click("#hold-button").await?;
+    wait_retry_notice(&b, "errors-lost-notice", "offline").await?;
+    b.wait_for("#hold-panel", WAIT).await?;
+    let keys = b.js("return window.frontrowHolds;", vec![]).await?;
+    let keys = keys.as_array().cloned().unwrap_or_default();
+    b.check(
+        "errors-lost-same-key",
+        keys.len() == 2 && keys[0] == keys[1] && keys[0].is_string(),
+        format!("the hold was not sent twice with one key: {keys:?}"),
+    )
+    .await?;
+    check_held(&b, app, event, 2, "errors-lost-once").await?;
+    let listed = b.text("#hold-seats").await?;
+    b.check(
+        "errors-lost-listed",
+        listed.contains("row 1, seat 1") && listed.contains("row 1, seat 2"),
+        format!("the hold panel lists {listed:?}"),
+    )
+    .await?;
+    scene.finish([b]).await
+}
+
+/// Waits for the page's notice that it sends a call refused with `problem` again by itself.
+async fn wait_retry_notice(b: &Browser, shot: &str, problem: &str) -> anyhow::Result<()> {
+    let notice = wait_problem(b, shot, problem).await?;
+    println!("while the page waits: {notice:?}");
+    b.check(
+        shot,
+        notice.contains("Trying again for you in"),
+        format!("the notice does not say the page tries again: {notice:?}"),
+    )
+    .await
+}
+
+/// Checks that the server holds exactly `seats` seats of `event` (a retried hold held once).
+async fn check_held(b: &Browser, app: &TestApp, event: EventId, seats: u32, shot: &str) -> anyhow::Result<()> {
+    let held = app.availability(event, None).await.seats.held;
+    b.check(
+        shot,
+        held == seats,
+        format!("{held} seats are held where one hold of {seats} was asked for"),
+    )
+    .await
 }

@@ -118,20 +118,25 @@ function retryAfterOf(response) {
   return Number.isNaN(at) ? null : Math.max(0, (at - Date.now()) / 1000);
 }
 
-/** How many times one call is repeated by itself after a `429` or `503`. */
+/** How many times one call is repeated by itself after a `429`, a `503` or no answer at all. */
 const RETRIES = 3;
 /** The longest `Retry-After` the page waits out by itself; after a longer one the fan decides. */
 const LONGEST_WAIT_S = 10;
 
 /**
- * How long to wait before repeating a call that failed with `error`, or null not to: only a
- * `429` or `503` that says when to come back, and not too far off. A random part of up to half
- * as long again spreads out a crowd that was turned away at the same moment.
+ * How long to wait before the `attempt`th repeat of a call that failed with `error`, or null not
+ * to: after a `429` or `503` that says when to come back, and not too far off, that long; after
+ * no answer at all (the request may or may not have arrived) 1, 2, then 4 s. A random part of up
+ * to half as long again spreads out a crowd that was turned away at the same moment.
  */
-function waitBeforeRetry(error) {
-  const busy = error instanceof ApiError && (error.status === 429 || error.status === 503);
-  if (!busy || error.retryAfter === null || error.retryAfter > LONGEST_WAIT_S) return null;
-  return Math.max(error.retryAfter, 0.5) * (1 + Math.random() / 2);
+function waitBeforeRetry(error, attempt) {
+  if (!(error instanceof ApiError)) return null;
+  let wait = null;
+  if (error.status === 0) wait = 2 ** attempt;
+  else if ((error.status === 429 || error.status === 503) && error.retryAfter !== null && error.retryAfter <= LONGEST_WAIT_S) {
+    wait = Math.max(error.retryAfter, 0.5);
+  }
+  return wait === null ? null : wait * (1 + Math.random() / 2);
 }
 
 function sleep(seconds, signal) {
@@ -155,9 +160,9 @@ function offline() {
  * rejects with ApiError.
  *
  * A call that is safe to repeat (a GET, or a write with an `Idempotency-Key`, which the server
- * answers once however often it is sent) and is refused with `429` or `503` and a
- * `Retry-After` is repeated by itself, up to three times, after waiting as long as it was asked
- * to. `onRetry(error, seconds)` hears of each wait (to tell the fan), and `onRetry(null)` once
+ * answers once however often it is sent) is repeated by itself, up to three times, when it is
+ * refused with `429` or `503` and a `Retry-After` (after waiting as long as it was asked to) or
+ * gets no answer at all (a write whose answer was lost is then answered from the first). `onRetry(error, seconds)` hears of each wait (to tell the fan), and `onRetry(null)` once
  * the call is over after one.
  */
 export async function api(method, path, { body, headers = {}, auth = true, signal, onRetry } = {}) {
@@ -168,7 +173,7 @@ export async function api(method, path, { body, headers = {}, auth = true, signa
       try {
         return await once(method, path, { body, headers, auth, signal });
       } catch (e) {
-        const wait = repeatable && attempt < RETRIES ? waitBeforeRetry(e) : null;
+        const wait = repeatable && attempt < RETRIES ? waitBeforeRetry(e, attempt) : null;
         if (wait === null) throw e;
         waited = true;
         onRetry?.(e, wait);

@@ -38,6 +38,7 @@ export function clearMessage() {
 
 /** Why a call is being repeated, in the fan's words (the sentences of api.js say "try again"). */
 const BUSY = {
+  'offline': 'We could not reach FrontRow.',
   'overloaded': 'Lots of fans are trying at once.',
   'rate-limited': 'That was a lot of requests in a short time.',
   'journal-unavailable': 'We cannot record bookings for a moment.',

@@ -189,7 +189,7 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
         }
     };
     let wire = read.map_err(|e| match in_data.take() {
-        Some(ty) => DecodeError::Payload(ty, e),
+        Some(ty) => DecodeError::Payload(ty.into_owned(), e),
         None => DecodeError::Malformed(e),
     })?;
     if wire.specversion != "1.0" {
@@ -292,11 +292,11 @@ enum Field {
 
 /// Reads a [`WireIn`]; `in_data` holds the type while its payload is being read, so an error
 /// there is told as the payload's.
-struct WireSeed<'c> {
-    in_data: &'c Cell<Option<String>>,
+struct WireSeed<'c, 'de> {
+    in_data: &'c Cell<Option<Cow<'de, str>>>,
 }
 
-impl<'de> DeserializeSeed<'de> for WireSeed<'_> {
+impl<'de> DeserializeSeed<'de> for WireSeed<'_, 'de> {
     type Value = WireIn<'de>;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -357,7 +357,7 @@ fn once<T, E: serde::de::Error>(slot: &mut Option<T>, name: &'static str, value:
     Ok(())
 }
 
-impl<'de> Visitor<'de> for WireSeed<'_> {
+impl<'de> Visitor<'de> for WireSeed<'_, 'de> {
     type Value = WireIn<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -387,7 +387,8 @@ impl<'de> Visitor<'de> for WireSeed<'_> {
                 Field::Data => {
                     let read = match (&ty, schemaversion) {
                         (Some(t), Some(version)) => {
-                            self.in_data.set(Some(t.to_string()));
+                            // Borrowed from the record: no copy unless the type had escapes.
+                            self.in_data.set(Some(t.clone()));
                             let event = map.next_value_seed(EventSeed { ty: t, version })?;
                             self.in_data.set(None);
                             Data::Read(event)

@@ -175,15 +175,11 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
     let seed = WireSeed { in_data: &in_data };
     let read = match std::str::from_utf8(bytes) {
         // Checked once, whole: the text parser then does not check each string again.
-        Ok(text) => {
-            let mut de = serde_json::Deserializer::from_str(text);
-            seed.deserialize(&mut de).and_then(|wire| de.end().map(|()| wire))
-        }
+        Ok(text) => whole(serde_json::Deserializer::from_str(text), seed),
         // The byte parser says where the text breaks; bytes that are not text are no envelope,
         // wherever they stand.
         Err(_) => {
-            let mut de = serde_json::Deserializer::from_slice(bytes);
-            let read = seed.deserialize(&mut de).and_then(|wire| de.end().map(|()| wire));
+            let read = whole(serde_json::Deserializer::from_slice(bytes), seed);
             in_data.set(None);
             read
         }
@@ -196,16 +192,16 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
         return Err(DecodeError::SpecVersion(wire.specversion.into_owned()));
     }
     let event = match wire.data {
-        Data::Read(Some(event)) => event,
-        Data::Read(None) => return Err(DecodeError::UnknownType(wire.ty.into_owned(), wire.schemaversion)),
-        Data::Ahead(raw) => {
-            let mut de = serde_json::Deserializer::from_str(raw.get());
-            match event_of(&wire.ty, wire.schemaversion, &mut de) {
-                Ok(Some(event)) => event,
-                Ok(None) => return Err(DecodeError::UnknownType(wire.ty.into_owned(), wire.schemaversion)),
-                Err(e) => return Err(DecodeError::Payload(wire.ty.into_owned(), e)),
-            }
-        }
+        Data::Read(event) => event,
+        Data::Ahead(raw) => event_of(
+            &wire.ty,
+            wire.schemaversion,
+            &mut serde_json::Deserializer::from_str(raw.get()),
+        )
+        .map_err(|e| DecodeError::Payload(wire.ty.to_string(), e))?,
+    };
+    let Some(event) = event else {
+        return Err(DecodeError::UnknownType(wire.ty.into_owned(), wire.schemaversion));
     };
     Ok(Envelope {
         causation_id: wire.causationid,
@@ -213,6 +209,16 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
         idempotency_key: wire.idempotencykey,
         ..Envelope::with_id(wire.id, wire.subject, wire.sequence, wire.time, event)
     })
+}
+
+/// A whole record read by `seed`: nothing but whitespace may follow the envelope.
+fn whole<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+    seed: WireSeed<'_, 'de>,
+) -> serde_json::Result<WireIn<'de>> {
+    let wire = seed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(wire)
 }
 
 /// The event of `ty` at schema version `version` read from `d`, or `None` (its value skipped)

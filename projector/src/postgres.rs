@@ -209,34 +209,30 @@ fn bind_column<'q>(
     }
 }
 
-fn select_expr(name: &str, ty: Ty) -> String {
-    match ty {
-        Ty::Json => format!("u.{name}::jsonb"),
-        _ => format!("u.{name}"),
-    }
-}
-
-/// The parameters `$1::type[], $2::type[], ...` that bind one array per column of `cols`.
-fn array_params<'a>(cols: impl IntoIterator<Item = &'a Col>) -> String {
-    let arrays: Vec<_> = cols
+/// `SELECT unnest($1::type[]) AS name, …`: one row per array element, the arrays read side by
+/// side. Set-returning functions in the select list run in step without first copying the rows
+/// into a tuple store, as `FROM UNNEST(…)` does.
+fn unnest_select<'a>(cols: impl IntoIterator<Item = &'a Col>) -> String {
+    let exprs: Vec<_> = cols
         .into_iter()
         .enumerate()
-        .map(|(i, c)| format!("${}::{}", i + 1, c.ty.pg_array()))
+        .map(|(i, c)| {
+            let cast = if c.ty == Ty::Json { "::jsonb" } else { "" };
+            format!("unnest(${}::{}){cast} AS {}", i + 1, c.ty.pg_array(), c.name)
+        })
         .collect();
-    arrays.join(", ")
+    format!("SELECT {}", exprs.join(", "))
 }
 
 async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerError> {
     match op {
         Op::Insert { table, rows } => {
             let names: Vec<_> = table.cols.iter().map(|c| c.name).collect();
-            let arrays = array_params(table.cols);
-            let exprs: Vec<_> = table.cols.iter().map(|c| select_expr(c.name, c.ty)).collect();
             let sql = format!(
-                "INSERT INTO {t} ({cols}) SELECT {exprs} FROM UNNEST({arrays}) AS u({cols})",
+                "INSERT INTO {t} ({cols}) {select}",
                 t = table.name,
                 cols = names.join(", "),
-                exprs = exprs.join(", "),
+                select = unnest_select(table.cols),
             );
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for (i, c) in table.cols.iter().enumerate() {
@@ -246,18 +242,13 @@ async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerEr
         }
         Op::Update { table, key, set, rows } => {
             let cols: Vec<_> = key.iter().chain(set).collect();
-            let names: Vec<_> = cols.iter().map(|c| c.name).collect();
-            let arrays = array_params(cols.iter().copied());
-            let sets: Vec<_> = set
-                .iter()
-                .map(|c| format!("{} = {}", c.name, select_expr(c.name, c.ty)))
-                .collect();
+            let sets: Vec<_> = set.iter().map(|c| format!("{0} = u.{0}", c.name)).collect();
             let wheres: Vec<_> = key.iter().map(|c| format!("t.{0} = u.{0}", c.name)).collect();
             let sql = format!(
-                "UPDATE {tbl} AS t SET {sets} FROM UNNEST({arrays}) AS u({names}) WHERE {wheres}",
+                "UPDATE {tbl} AS t SET {sets} FROM ({select}) AS u WHERE {wheres}",
                 tbl = table.name,
                 sets = sets.join(", "),
-                names = names.join(", "),
+                select = unnest_select(cols.iter().copied()),
                 wheres = wheres.join(" AND "),
             );
             let mut q = sqlx::query(AssertSqlSafe(sql));
@@ -373,6 +364,14 @@ impl Ledger for PgLedger {
                 .fetch_one(&mut *tx)
                 .await?;
         batch.check_from(stored as u64)?;
+        if batch.ops.iter().any(|op| matches!(op, Op::Update { .. })) {
+            // An update finds its rows by key. Without this the planner hashes the whole table
+            // for a few thousand keys once it looks small enough (a fresh generation that
+            // has no statistics yet), and scans all of it for every batch.
+            sqlx::raw_sql("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off")
+                .execute(&mut *tx)
+                .await?;
+        }
         for op in &batch.ops {
             write_op(&mut tx, op).await?;
         }

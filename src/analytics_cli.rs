@@ -1,6 +1,8 @@
 //! `frontrow analytics`: the onsale report, a past seat map and a seat's history, from the log.
 //!
-//! It opens the journal the way every other subcommand does ([`open_journal`]) and only reads.
+//! It opens the configured journal as every other subcommand does, but to read the whole log
+//! once ([`open_journal_to_replay`]: the embedded journal's reads through a memory map), and only
+//! reads.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -10,7 +12,7 @@ use chrono::{DateTime, Utc};
 use frontrow_analytics::{At, Progress, ReplayOptions, TravelLimits};
 use frontrow_schema::{EventId, SeatId};
 
-use crate::app::open_journal;
+use crate::app::open_journal_to_replay;
 use crate::settings::Settings;
 
 #[derive(clap::Args)]
@@ -64,7 +66,7 @@ pub async fn run(settings: &Settings, args: &AnalyticsArgs) -> anyhow::Result<()
     if let Some(journal) = &args.journal {
         settings.journal = journal.parse()?;
     }
-    let journal = open_journal(&settings).await?;
+    let journal = open_journal_to_replay(&settings).await?;
     match &args.view {
         Some(View::Map { event, at }) => {
             let map = frontrow_analytics::availability_at(journal.as_ref(), *event, *at, TravelLimits::default())

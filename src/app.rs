@@ -136,15 +136,35 @@ impl Secrets {
 /// `kafka://HOST:PORT[,HOST:PORT...][/TOPIC]` (topic `frontrow.events` by default), reporting
 /// its appends to the metrics.
 pub async fn open_journal(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
-    let journal = open_journal_backend(settings).await?;
+    let journal = open_journal_backend(settings, Reads::Copied).await?;
     Ok(Arc::new(Metered::new(journal)))
 }
 
-async fn open_journal_backend(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
+/// [`open_journal`] for a process that reads the whole log once and serves nothing (`frontrow
+/// analytics`): the embedded journal's reads go through a memory map of the file
+/// ([`SqliteJournal::map_reads`]).
+pub async fn open_journal_to_replay(settings: &Settings) -> anyhow::Result<Arc<dyn Journal>> {
+    open_journal_backend(settings, Reads::Mapped).await
+}
+
+/// How the embedded journal's reads reach the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// Page by page through the kernel's cache, so the process's memory stays its own.
+    Copied,
+    /// Through a memory map of the file.
+    Mapped,
+}
+
+async fn open_journal_backend(settings: &Settings, reads: Reads) -> anyhow::Result<Arc<dyn Journal>> {
     Ok(match &settings.journal {
         JournalChoice::Sqlite => {
             let path = settings.data_dir.join("journal.db");
-            Arc::new(SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?)
+            let journal = SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?;
+            if reads == Reads::Mapped {
+                journal.map_reads().context("mapping the embedded journal")?;
+            }
+            Arc::new(journal)
         }
         JournalChoice::Kafka { brokers, topic } => {
             let kafka = KafkaSettings {

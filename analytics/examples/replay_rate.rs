@@ -90,6 +90,8 @@ async fn open(target: &str) -> anyhow::Result<(Arc<dyn Journal>, Option<(String,
     let dir = std::path::Path::new(target);
     std::fs::create_dir_all(dir)?;
     let journal = SqliteJournal::open(&dir.join("journal.db"), PARTITIONS)?;
+    // As `frontrow analytics` opens it (`open_journal_to_replay`): reads through a memory map.
+    journal.map_reads()?;
     Ok((Arc::new(journal), None))
 }
 

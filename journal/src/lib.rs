@@ -27,7 +27,7 @@ pub use kafka::{
 };
 pub use lag::LagMeter;
 pub use metered::Metered;
-pub use sqlite::{CHECKPOINT_EVERY, DEFAULT_SNAPSHOT_HISTORY, SqliteJournal};
+pub use sqlite::{CHECKPOINT_EVERY, DEFAULT_SNAPSHOT_HISTORY, MAPPED_BYTES, SqliteJournal};
 
 /// A position within one partition.
 pub type Offset = u64;

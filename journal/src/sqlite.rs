@@ -38,6 +38,10 @@ use crate::{
 /// How many snapshots per partition the history keeps unless told otherwise.
 pub const DEFAULT_SNAPSHOT_HISTORY: usize = 48;
 
+/// How much of the journal file [`SqliteJournal::map_reads`] maps: more than any journal of this
+/// machine class (1 TiB of address space, not of memory).
+pub const MAPPED_BYTES: u64 = 1 << 40;
+
 pub struct SqliteJournal {
     inner: Arc<Inner>,
 }
@@ -244,6 +248,19 @@ impl SqliteJournal {
 
     pub fn path(&self) -> &str {
         &self.inner.path
+    }
+
+    /// Has reads map the journal file into memory instead of copying each page out of the
+    /// kernel's cache (a `pread` per page): 5-8% faster for a process that reads the whole log
+    /// once, like `frontrow analytics`. The pages it reads then count in the process's resident
+    /// memory (shared with the page cache) for as long as it runs, and a disk error while
+    /// reading one ends the process with `SIGBUS` instead of an error, which is why a serving
+    /// node does not. The map covers [`MAPPED_BYTES`] of the file, past SQLite's default
+    /// compile-time cap of 2 GiB (raised in `.cargo/config.toml`).
+    pub fn map_reads(&self) -> Result<(), JournalError> {
+        let conn = self.inner.reader.lock().map_err(storage)?;
+        conn.pragma_update(None, "mmap_size", MAPPED_BYTES as i64)
+            .map_err(storage)
     }
 }
 

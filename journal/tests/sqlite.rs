@@ -21,6 +21,37 @@ fn harness() -> Sqlite {
 
 journal_conformance!(harness());
 
+/// The same suite with reads through a memory map of the file, as `frontrow analytics` reads.
+mod mapped {
+    use super::*;
+
+    struct Mapped(tempfile::TempDir);
+
+    #[async_trait]
+    impl Harness for Mapped {
+        async fn open(&self, name: &str, partitions: u32) -> Arc<dyn Journal> {
+            let journal = SqliteJournal::open(&self.0.path().join(format!("{name}.db")), partitions).unwrap();
+            journal.map_reads().unwrap();
+            Arc::new(journal)
+        }
+    }
+
+    journal_conformance!(Mapped(tempfile::tempdir().unwrap()));
+
+    /// SQLite maps at most its compile-time cap, 2 GiB unless the build raises it
+    /// (`.cargo/config.toml`): past the cap, a bigger journal would be read the slow way.
+    #[test]
+    fn the_build_lets_sqlite_map_more_than_its_default_two_gib() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("j.db")).unwrap();
+        let asked = frontrow_journal::MAPPED_BYTES;
+        let granted: i64 = conn
+            .query_row(&format!("PRAGMA mmap_size = {asked}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(granted as u64, asked, "SQLite granted a map of {granted} bytes");
+    }
+}
+
 #[test]
 fn partition_count_cannot_change_under_existing_data() {
     let dir = tempfile::tempdir().unwrap();

@@ -111,7 +111,9 @@ async fn main() -> anyhow::Result<()> {
         None => 5_000_000,
     };
     let keep = args.iter().any(|a| a == "--keep");
+    let opening = Instant::now();
     let (journal, kafka) = open(&target).await?;
+    println!("journal opened in {:.3}s", opening.elapsed().as_secs_f64());
     let existing: u64 = {
         let mut total = 0;
         for p in 0..PARTITIONS {

@@ -1,8 +1,8 @@
 //! A [`Race`]'s requests on the lean client ([`crate::http1`]) instead of reqwest: the same
 //! requests (bearer token, `Idempotency-Key`, JSON body), the same classification and the
 //! same race log, so the checks after the race are unchanged. The database baselines' phases
-//! use these; FrontRow's still go through [`Race::reserve_explicit`] (reqwest) and their
-//! ratios are reported against reqwest's own hello-world ceiling as well.
+//! and FrontRow's explicit reserves (max, pay, half max) use these, so the reserve ratios
+//! compare one client against itself; FrontRow's other phases still go through reqwest.
 
 use std::sync::Arc;
 

@@ -105,19 +105,22 @@ pub(crate) async fn frontrow(
     };
     let mut races: Vec<(&'static str, Race)> = Vec::new();
 
-    // 1. Hot onsale: explicit seats at the maximum rate, then pay every hold.
-    let explicit = race(create_event(&http, &base, "Hot Onsale", "Nova Lights", "Amsterdam").await?);
+    // 1. Hot onsale: explicit seats at the maximum rate, then pay every hold. The explicit
+    // phases go through the lean client, as the ceiling's and the baselines' do.
+    let explicit = LeanRace::new(race(
+        create_event(&http, &base, "Hot Onsale", "Nova Lights", "Amsterdam").await?,
+    ))?;
     let (mode, bounds) = config.closed(config.reserve_requests);
     let max = drive(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
     let max_rate = max.throughput;
     results.push("1-hot-onsale", "frontrow", "reserve explicit (max)", max);
-    let won = Arc::new(explicit.log.won.lock().expect("race log").clone());
+    let won = Arc::new(explicit.race.log.won.lock().expect("race log").clone());
     if !won.is_empty() {
         let (mode, bounds) = config.closed(won.len() as u64);
         let paid = drive(mode, bounds, explicit.pay(won)).await;
         results.push("1-hot-onsale", "frontrow", "pay (simulated provider)", paid);
     }
-    races.push(("reserve explicit + pay", explicit));
+    races.push(("reserve explicit + pay", explicit.race));
 
     quiet(&fr).await?;
     // Best available: the writer picks adjacent seats in a section.
@@ -136,7 +139,9 @@ pub(crate) async fn frontrow(
 
     quiet(&fr).await?;
     // The latency at half the maximum rate, open loop.
-    let half = race(create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?);
+    let half = LeanRace::new(race(
+        create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?,
+    ))?;
     let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
     let before = crate::inside::scrape(&http, &base).await?;
     let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
@@ -149,7 +154,7 @@ pub(crate) async fn frontrow(
         Some(json!({ "inside": inside })),
     );
     println!("  {}", crate::inside::summary(&inside));
-    races.push(("reserve at half max", half));
+    races.push(("reserve at half max", half.race));
 
     quiet(&fr).await?;
     // 2. Availability map reads of the hot event while reservations keep coming.

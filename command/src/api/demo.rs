@@ -4,6 +4,8 @@
 //! a newcomer can walk the whole flow with curl. A production deployment turns demo mode off
 //! and gets its tokens from its identity provider and its webhooks from the real provider.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -50,7 +52,7 @@ frontrow_http::problems! {
     responses((status = 200, description = "a customer token", body = DemoToken), TokenProblems)
 )]
 pub(super) async fn mint_token(
-    State(state): State<CommandState>,
+    State(state): State<Arc<CommandState>>,
     ApiJson(body): ApiJson<DemoTokenRequest>,
 ) -> Result<axum::Json<DemoToken>, Problem> {
     let demo = state
@@ -98,7 +100,7 @@ const PAYMENT_ID_NAMESPACE: Uuid = Uuid::from_u128(0x2d7e_91c4_5b3a_4f08_a6e1_7c
     security(("customer_token" = []))
 )]
 pub(super) async fn pay(
-    State(state): State<CommandState>,
+    State(state): State<Arc<CommandState>>,
     Customer(customer): Customer,
     headers: HeaderMap,
     ApiJson(body): ApiJson<DemoPayment>,

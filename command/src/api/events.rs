@@ -98,7 +98,7 @@ frontrow_http::problems! {
     security(("organizer_key" = []))
 )]
 pub(super) async fn create_event(
-    axum::extract::State(state): axum::extract::State<CommandState>,
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<CommandState>>,
     Organizer(organizer): Organizer,
     headers: HeaderMap,
     ApiJson(body): ApiJson<CreateEvent>,
@@ -168,7 +168,7 @@ macro_rules! organizer_write {
             security(("organizer_key" = []))
         )]
         pub(super) async fn $name(
-            axum::extract::State(state): axum::extract::State<CommandState>,
+            axum::extract::State(state): axum::extract::State<std::sync::Arc<CommandState>>,
             Organizer($organizer): Organizer,
             ApiPath(event_id): ApiPath<EventId>,
             headers: HeaderMap,
@@ -176,7 +176,7 @@ macro_rules! organizer_write {
         ) -> Result<impl IntoResponse, Problem> {
             let $key = super::idempotency_key(&headers)?;
             let command = $command;
-            super::events::write(state, event_id, &headers, $key, command).await
+            super::events::write(&state, event_id, &headers, $key, command).await
         }
     };
 }
@@ -191,13 +191,13 @@ organizer_write! {
 /// Sends an organizer's `command` for `event_id` with the request's metadata; answers where
 /// it was written.
 pub(super) async fn write(
-    state: CommandState,
+    state: &CommandState,
     event_id: EventId,
     headers: &HeaderMap,
     key: Option<String>,
     command: Command,
 ) -> Result<impl IntoResponse + use<>, Problem> {
-    let outcome = send_command(&state, event_id, command, headers, key).await?;
+    let outcome = send_command(state, event_id, command, headers, key).await?;
     let body = EventWritten {
         event_id,
         position: outcome.position.map(|p| p.to_string()),

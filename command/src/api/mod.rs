@@ -93,7 +93,9 @@ pub fn router(state: CommandState) -> Router {
             .route("/demo/payments", post(demo::pay));
     }
     let forwarder = state.forwarder.clone();
-    let router = router.with_state(state);
+    // Shared, not copied per request (the state holds a secret: a copy is an allocation and
+    // a zeroing on drop).
+    let router = router.with_state(Arc::new(state));
     match forwarder {
         Some(f) => router.layer(axum::middleware::from_fn_with_state(
             f,

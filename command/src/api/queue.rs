@@ -3,6 +3,8 @@
 //! side (`GET /events/{id}/queue/me` and `/queue/me/stream`); a join answers with the token at
 //! once when the fan is let in straight away.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
@@ -96,7 +98,7 @@ frontrow_http::problems! {
     security(("organizer_key" = []))
 )]
 pub(super) async fn open_queue(
-    State(state): State<CommandState>,
+    State(state): State<Arc<CommandState>>,
     Organizer(organizer): Organizer,
     ApiPath(event_id): ApiPath<EventId>,
     headers: HeaderMap,
@@ -173,7 +175,7 @@ macro_rules! fan_command {
             security(("customer_token" = []))
         )]
         pub(super) async fn $name(
-            State(state): State<CommandState>,
+            State(state): State<Arc<CommandState>>,
             Customer(customer): Customer,
             ApiPath(event_id): ApiPath<EventId>,
             headers: HeaderMap,

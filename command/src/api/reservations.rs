@@ -1,5 +1,7 @@
 //! Customer routes: reserve seats, read, release or cancel one's own reservation.
 
+use std::sync::Arc;
+
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
@@ -136,7 +138,7 @@ const RESERVATION_PATH: &[frontrow_http::openapi::Cause] = &[frontrow_http::open
     security(("customer_token" = []))
 )]
 pub(super) async fn reserve(
-    State(state): State<CommandState>,
+    State(state): State<Arc<CommandState>>,
     Customer(customer): Customer,
     ApiPath(event_id): ApiPath<EventId>,
     headers: HeaderMap,
@@ -213,7 +215,7 @@ fn admission_problem(e: AdmissionError) -> Problem {
     security(("customer_token" = []))
 )]
 pub(super) async fn get_reservation(
-    State(state): State<CommandState>,
+    State(state): State<Arc<CommandState>>,
     Customer(customer): Customer,
     ApiPath((event_id, reservation_id)): ApiPath<Ids>,
 ) -> Result<impl IntoResponse, Problem> {
@@ -243,7 +245,7 @@ macro_rules! reservation_command {
             security(("customer_token" = []))
         )]
         pub(super) async fn $name(
-            State(state): State<CommandState>,
+            State(state): State<Arc<CommandState>>,
             Customer(customer): Customer,
             ApiPath((event_id, reservation_id)): ApiPath<Ids>,
             headers: HeaderMap,

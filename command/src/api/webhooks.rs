@@ -4,6 +4,8 @@
 //! The provider event id is then applied at most once, forever: it is recorded in the log with
 //! the booking, refund or failure it caused, and a repeated delivery answers `duplicate`.
 
+use std::sync::Arc;
+
 use std::borrow::Cow;
 
 use axum::extract::State;
@@ -51,7 +53,7 @@ frontrow_http::problems! {
     )
 )]
 pub(super) async fn payment_webhook(
-    State(state): State<CommandState>,
+    State(state): State<Arc<CommandState>>,
     headers: HeaderMap,
     ApiBytes(body): ApiBytes,
 ) -> Result<axum::Json<WebhookAnswer>, Problem> {

@@ -102,6 +102,8 @@ pub struct ChaosReport {
     pub sold_twice: usize,
     pub map_equals_log: bool,
     pub ledger_equals_log: bool,
+    /// The PostgreSQL schema of the run's ledger (dropped with its check's when the run stops).
+    pub ledger_schema: String,
     /// The longest time one fan saw only unanswered requests, per fault kind (`none`: outside
     /// any fault's window).
     pub worst_outage_s: BTreeMap<&'static str, f64>,
@@ -435,7 +437,31 @@ impl Deployment {
                 tracing::warn!(%topic, error = %e, "could not delete the run's topics");
             }
         }
+        // Its ledgers go too: the serving one and the check's fresh replay (about 50 MB each;
+        // a hundred of them had piled up in the local cluster).
+        if let Err(e) = drop_schemas(&config.database_url, &[&self.schema, &check_schema(&self.schema)]).await {
+            tracing::warn!(schema = %self.schema, error = %e, "could not drop the run's ledger schemas");
+        }
     }
+}
+
+/// The schema the check replays the run's log into, beside the serving ledger's `schema`.
+fn check_schema(schema: &str) -> String {
+    format!("{schema}_check")
+}
+
+async fn drop_schemas(database_url: &str, schemas: &[&str]) -> anyhow::Result<()> {
+    let admin = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(database_url)
+        .await?;
+    for schema in schemas {
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")))
+            .execute(&admin)
+            .await?;
+    }
+    admin.close().await;
+    Ok(())
 }
 
 /// What one fan's requests were answered, for the outage windows.
@@ -897,8 +923,7 @@ async fn check(
             .all(|(p, end)| positions.get(p).copied().unwrap_or(0) >= *end))
     })
     .await?;
-    let fresh: Arc<dyn Ledger> =
-        Arc::new(PgLedger::connect(&config.database_url, &format!("{}_check", d.schema)).await?);
+    let fresh: Arc<dyn Ledger> = Arc::new(PgLedger::connect(&config.database_url, &check_schema(&d.schema)).await?);
     Projector::new(journal.clone(), fresh.clone(), 1000).catch_up().await?;
     let ledger_equals_log = caught_up && serving.dump().await? == fresh.dump().await?;
 
@@ -915,6 +940,7 @@ async fn check(
         sold_twice: sold_twice(&acked),
         map_equals_log,
         ledger_equals_log,
+        ledger_schema: d.schema.clone(),
         worst_outage_s,
         outages,
         handovers,

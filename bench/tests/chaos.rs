@@ -27,6 +27,19 @@ async fn a_minute_of_faults_loses_nothing_and_sells_no_seat_twice() {
         kinds: FAULT_KINDS.to_vec(),
     };
     let report = run(&config).await.unwrap();
+    // The run's ledger schemas are gone with it (its topics are deleted likewise).
+    assert!(report.ledger_schema.starts_with("chaos_"), "{}", report.ledger_schema);
+    let db = sqlx::PgPool::connect(&config.database_url).await.unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_namespace WHERE nspname IN ($1, $1 || '_check')")
+        .bind(&report.ledger_schema)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(
+        left, 0,
+        "the run's ledger schemas {} were left behind",
+        report.ledger_schema
+    );
     eprintln!("{report:#?}\n{}\n{}", report.handover_summary(), report.summary());
     assert!(report.faults.len() >= 2, "fewer than two faults: {:?}", report.faults);
     assert!(report.reservations_acknowledged > 0, "nobody got a seat");

@@ -439,8 +439,10 @@ impl Deployment {
         }
         // Its ledgers go too: the serving one and the check's fresh replay (about 50 MB each;
         // a hundred of them had piled up in the local cluster).
-        if let Err(e) = drop_schemas(&config.database_url, &[&self.schema, &check_schema(&self.schema)]).await {
-            tracing::warn!(schema = %self.schema, error = %e, "could not drop the run's ledger schemas");
+        for schema in [self.schema.clone(), check_schema(&self.schema)] {
+            if let Err(e) = PgLedger::drop_schema_at(&config.database_url, &schema).await {
+                tracing::warn!(%schema, error = %e, "could not drop the run's ledger schema");
+            }
         }
     }
 }
@@ -448,20 +450,6 @@ impl Deployment {
 /// The schema the check replays the run's log into, beside the serving ledger's `schema`.
 fn check_schema(schema: &str) -> String {
     format!("{schema}_check")
-}
-
-async fn drop_schemas(database_url: &str, schemas: &[&str]) -> anyhow::Result<()> {
-    let admin = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(1)
-        .connect(database_url)
-        .await?;
-    for schema in schemas {
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")))
-            .execute(&admin)
-            .await?;
-    }
-    admin.close().await;
-    Ok(())
 }
 
 /// What one fan's requests were answered, for the outage windows.

@@ -110,11 +110,18 @@ impl PgLedger {
     /// Drops this ledger's schema and everything in it (tests, and retiring a rebuild).
     pub async fn drop_schema(self) -> Result<(), LedgerError> {
         self.pool.close().await;
+        Self::drop_schema_at(&self.url, &self.schema).await
+    }
+
+    /// Drops ledger schema `schema` of the database at `url`, if it is there, without
+    /// connecting to it as a ledger first (which would create and migrate it).
+    pub async fn drop_schema_at(url: &str, schema: &str) -> Result<(), LedgerError> {
+        check_ident(schema)?;
         let admin = PgPoolOptions::new()
             .max_connections(1)
-            .connect_with(PgConnectOptions::from_str(&self.url)?)
+            .connect_with(PgConnectOptions::from_str(url)?)
             .await?;
-        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema)))
+        sqlx::query(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {schema} CASCADE")))
             .execute(&admin)
             .await?;
         admin.close().await;

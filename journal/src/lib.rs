@@ -20,6 +20,7 @@ mod kafka;
 mod lag;
 mod metered;
 mod sqlite;
+mod tail;
 
 pub use kafka::{
     DEFAULT_SNAPSHOT_HISTORY_RETENTION, DEFAULT_TOPIC, KafkaJournal, KafkaSettings, client_config, default_min_insync,
@@ -28,6 +29,7 @@ pub use kafka::{
 pub use lag::LagMeter;
 pub use metered::Metered;
 pub use sqlite::{CHECKPOINT_EVERY, DEFAULT_SNAPSHOT_HISTORY, MAPPED_BYTES, SqliteJournal};
+pub use tail::DEFAULT_TAIL_BYTES;
 
 /// A position within one partition.
 pub type Offset = u64;

@@ -21,6 +21,9 @@
 //! history keeps the newest [`DEFAULT_SNAPSHOT_HISTORY`] snapshots per partition (see
 //! [`SqliteJournal::keep_snapshots`]). Losing the snapshot file costs a longer replay, nothing
 //! else.
+//!
+//! The records of the last appends stay in memory after their commit (see [`crate::tail`]), so
+//! the node's own followers read what was just written without going back to SQLite.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -30,6 +33,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::watch;
 
+use crate::tail::{DEFAULT_TAIL_BYTES, Tail};
 use crate::{
     Backend, Batch, Journal, JournalError, Offset, Record, Snapshot, SnapshotBound, SnapshotMark, StoredRecord,
     run_blocking,
@@ -55,6 +59,8 @@ struct Inner {
     partitions: u32,
     writer: Mutex<Writer>,
     reader: Mutex<Connection>,
+    /// The last appends' records, for reads of what was just written.
+    tail: Mutex<Tail>,
     /// The snapshot file's connection (writes and reads: snapshots are rare and large).
     snapshots: Mutex<Connection>,
     ends: Vec<watch::Sender<Offset>>,
@@ -233,6 +239,7 @@ impl SqliteJournal {
                 partitions,
                 writer: Mutex::new(Writer { conn, next }),
                 reader: Mutex::new(reader),
+                tail: Mutex::new(Tail::new(partitions, DEFAULT_TAIL_BYTES)),
                 snapshots: Mutex::new(snapshots),
                 ends,
                 keep_snapshots: AtomicUsize::new(DEFAULT_SNAPSHOT_HISTORY),
@@ -249,6 +256,14 @@ impl SqliteJournal {
 
     pub fn path(&self) -> &str {
         &self.inner.path
+    }
+
+    /// Keeps the last appends' records in memory up to `bytes` (0: none) from the next append
+    /// on, for reads of what was just written; [`DEFAULT_TAIL_BYTES`] unless told otherwise.
+    pub fn keep_tail(&self, bytes: usize) {
+        if let Ok(mut tail) = self.inner.tail.lock() {
+            tail.set_budget(bytes);
+        }
     }
 
     /// Has reads map the journal file into memory instead of copying each page out of the
@@ -293,6 +308,8 @@ impl Inner {
         self.wal_pages.store(WAL_PAGES.get().max(0) as u64, Ordering::Relaxed);
         let end = first + records.len() as Offset;
         w.next[partition as usize] = end;
+        // Into the tail before the end is published, so a reader told of the end finds them.
+        self.tail.lock().map_err(storage)?.push(partition, first, records);
         // Publish while still holding the write lock so watchers see ends in order.
         self.ends[partition as usize].send_replace(end);
         Ok((first..end).collect())
@@ -451,6 +468,11 @@ impl Journal for SqliteJournal {
     }
 
     async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
+        self.inner.check(partition)?;
+        let cached = self.inner.tail.lock().map_err(storage)?.read(partition, from, max);
+        if let Some(cached) = cached {
+            return Ok(cached.into_batch());
+        }
         run_blocking(&self.inner, partition, move |inner| inner.read(partition, from, max)).await
     }
 
@@ -497,5 +519,62 @@ mod tests {
                 .all(|step| step.starts_with("SEARCH journal USING PRIMARY KEY")),
             "{plan:?}"
         );
+    }
+
+    /// Reads `partition` from `from` to its end, `max` at a time, through the journal's API.
+    async fn read_all(journal: &SqliteJournal, partition: u32, mut from: Offset, max: usize) -> Vec<StoredRecord> {
+        let mut all = Vec::new();
+        loop {
+            let batch = journal.read(partition, from, max).await.unwrap();
+            if batch.records.is_empty() {
+                return all;
+            }
+            from = batch.next;
+            all.extend(batch.records);
+        }
+    }
+
+    #[tokio::test]
+    async fn what_was_just_appended_is_read_from_memory_and_the_rest_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let journal = SqliteJournal::open(&path, 2).unwrap();
+        // Room for the last 4 records of 3 + 64 bytes each.
+        journal.keep_tail(4 * (4 + 64));
+        for n in 0..6u8 {
+            journal.append(u32::from(n % 2), vec![record(n)]).await.unwrap();
+        }
+        let everything: Vec<StoredRecord> =
+            [read_all(&journal, 0, 0, 1).await, read_all(&journal, 1, 0, 2).await].concat();
+        assert_eq!(
+            everything
+                .iter()
+                .map(|r| (r.partition, r.offset, r.key[0]))
+                .collect::<Vec<_>>(),
+            vec![(0, 0, 0), (0, 1, 2), (0, 2, 4), (1, 0, 1), (1, 1, 3), (1, 2, 5)]
+        );
+        // Behind the journal's back, the file loses its records: what the tail holds (the last
+        // four appended, offsets 1 and 2 of each partition) is still read, the rest is not.
+        Connection::open(&path)
+            .unwrap()
+            .execute("DELETE FROM journal", [])
+            .unwrap();
+        let from_memory = journal.read(0, 1, 10).await.unwrap();
+        assert_eq!(from_memory.records, everything[1..3].to_vec());
+        assert_eq!(from_memory.next, 3);
+        assert_eq!(journal.read(1, 2, 10).await.unwrap().records, everything[5..].to_vec());
+        assert!(
+            journal.read(0, 0, 10).await.unwrap().records.is_empty(),
+            "offset 0 was read from the file"
+        );
+        // Without a tail every read goes to the file.
+        journal.keep_tail(0);
+        journal.append(0, vec![record(6)]).await.unwrap();
+        assert_eq!(journal.read(0, 3, 10).await.unwrap().records[0].key, vec![6]);
+        Connection::open(&path)
+            .unwrap()
+            .execute("DELETE FROM journal", [])
+            .unwrap();
+        assert!(journal.read(0, 3, 10).await.unwrap().records.is_empty());
     }
 }

@@ -106,12 +106,56 @@ pub struct EventState {
     pub queue: Option<QueueState>,
     /// Each customer's live reservations (held or booked), for the per-customer seat limit.
     /// Derived from the reservations.
-    pub live: HashMap<CustomerId, Vec<ReservationId>>,
+    pub live: HashMap<CustomerId, Live>,
     /// The label of every seat the organizer withholds, by seat index.
     pub withheld: BTreeMap<u32, String>,
     /// The request digest of every organizer hold or return written with an `Idempotency-Key`,
     /// by key (see `domain::withheld`).
     pub organizer_requests: BTreeMap<String, String>,
+}
+
+/// A customer's live reservations (held or booked), each with its seat count, and their sum:
+/// what the per-customer limit asks at every reservation, kept as the reservations change
+/// rather than summed over them each time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Live {
+    reservations: Vec<(ReservationId, usize)>,
+    seats: usize,
+}
+
+impl Live {
+    pub fn ids(&self) -> impl Iterator<Item = ReservationId> + '_ {
+        self.reservations.iter().map(|&(id, _)| id)
+    }
+
+    /// Seats the live reservations hold or own between them.
+    pub fn seats(&self) -> usize {
+        self.seats
+    }
+
+    fn is_empty(&self) -> bool {
+        self.reservations.is_empty()
+    }
+
+    /// Adds the reservation, or updates its seat count.
+    fn set(&mut self, id: ReservationId, seats: usize) {
+        match self.reservations.iter_mut().find(|(r, _)| *r == id) {
+            Some((_, had)) => {
+                self.seats = self.seats - *had + seats;
+                *had = seats;
+            }
+            None => {
+                self.reservations.push((id, seats));
+                self.seats += seats;
+            }
+        }
+    }
+
+    fn remove(&mut self, id: ReservationId) {
+        if let Some(i) = self.reservations.iter().position(|&(r, _)| r == id) {
+            self.seats -= self.reservations.swap_remove(i).1;
+        }
+    }
 }
 
 /// Everything of an [`EventState`] that cannot be derived from the rest: what a snapshot
@@ -345,23 +389,24 @@ impl EventState {
         }
     }
 
-    /// Keeps a reservation in its customer's live list exactly while it holds or owns seats.
+    /// Keeps a reservation in its customer's live list exactly while it holds or owns seats,
+    /// with its seat count.
     fn track(&mut self, reservation_id: ReservationId) {
         let Some(r) = self.reservations.get(&reservation_id) else {
             return;
         };
-        let live = matches!(r.status, ReservationStatus::Held | ReservationStatus::Booked);
-        let list = self.live.entry(r.customer.clone()).or_default();
-        let at = list.iter().position(|&id| id == reservation_id);
-        match (live, at) {
-            (true, None) => list.push(reservation_id),
-            (false, Some(i)) => {
-                list.swap_remove(i);
+        if matches!(r.status, ReservationStatus::Held | ReservationStatus::Booked) {
+            if !self.live.contains_key(&r.customer) {
+                self.live.insert(r.customer.clone(), Live::default());
             }
-            _ => {}
-        }
-        if list.is_empty() {
-            self.live.remove(&r.customer);
+            if let Some(list) = self.live.get_mut(&r.customer) {
+                list.set(reservation_id, r.seats.len());
+            }
+        } else if let Some(list) = self.live.get_mut(&r.customer) {
+            list.remove(reservation_id);
+            if list.is_empty() {
+                self.live.remove(&r.customer);
+            }
         }
     }
 
@@ -370,15 +415,15 @@ impl EventState {
     pub fn holder_of(&self, index: u32) -> Option<ReservationId> {
         self.live
             .values()
-            .flatten()
-            .filter_map(|id| self.reservations.get(id).map(|r| &**r))
+            .flat_map(Live::ids)
+            .filter_map(|id| self.reservations.get(&id).map(|r| &**r))
             .find(|r| r.seats.contains(&index))
             .map(|r| r.id)
     }
 
     /// Seats the customer holds or owns right now.
     pub fn live_seats_of(&self, customer: &CustomerId) -> usize {
-        self.live_of(customer).map(|r| r.seats.len()).sum()
+        self.live.get(customer).map_or(0, Live::seats)
     }
 
     /// A hold of the customer's that is still holding its seats, if any.
@@ -392,8 +437,8 @@ impl EventState {
         self.live
             .get(customer)
             .into_iter()
-            .flatten()
-            .filter_map(|id| self.reservations.get(id).map(|r| &**r))
+            .flat_map(Live::ids)
+            .filter_map(|id| self.reservations.get(&id).map(|r| &**r))
     }
 
     /// The reservation no longer holds seats with its admission.

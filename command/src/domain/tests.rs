@@ -1630,7 +1630,7 @@ fn check_customer_limit(state: &EventState) {
             "{customer} has {seats} seats, over the limit of {limit}"
         );
         assert_eq!(state.live_seats_of(customer), seats);
-        let mut tallied = state.live[*customer].clone();
+        let mut tallied: Vec<_> = state.live[*customer].ids().collect();
         tallied.sort();
         ids.sort();
         assert_eq!(&tallied, ids, "the live tally of {customer}");

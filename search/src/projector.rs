@@ -1,10 +1,11 @@
 //! The search projector: keeps the index current by following the journal.
 //!
-//! One task per journal partition. Each applies the facts of a batch of records to the events
-//! of its partition in memory (schedule, seat map, and each seat's state, so seats-left stays
-//! exact however holds, bookings and releases interleave), then writes one document per event
-//! the batch changed, with the partition's next offset, as one [`Batch`]: a burst of ten
-//! thousand reservations on one event costs one document write, not ten thousand. Because the
+//! One task per journal partition. Each applies the facts it reads to the events of its
+//! partition in memory (schedule, seat map, and each seat's state, so seats-left stays exact
+//! however holds, bookings and releases interleave), then writes one document per event they
+//! changed, with the partition's next offset, as one [`Batch`], at most once per
+//! [`WRITE_EVERY`]: a burst of ten thousand reservations on one event costs a document write
+//! or two, not ten thousand. Because the
 //! position is stored with the documents, a crash never skips or repeats a write: on start the
 //! task reads its stored position, replays the records before it into memory only (to know
 //! each seat's state), and continues writing from there.
@@ -21,6 +22,7 @@ use frontrow_schema::partition::partition_of;
 use frontrow_schema::seatmap::SeatLayout;
 use frontrow_schema::{Envelope, Event, EventId, EventScheduled, SeatId, SeatMap, SeatStatus, decode};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
 use crate::index::{Batch, EventDoc, Listing, Positions, SearchIndex};
@@ -197,50 +199,108 @@ pub async fn project_partition(
         return Ok(stored);
     }
     // Records before the stored position are replayed into memory only (seat states are not in
-    // the index); from there on every batch is written.
+    // the index); from there on what they change is written, at most once per `every`.
     let mut follower = Follower::new(journal, "search", partition, 0, BATCH)?;
+    let every = if until.is_some() { Duration::ZERO } else { WRITE_EVERY };
+    let mut pending = Pending::default();
     let mut backoff = Duration::from_millis(50);
     loop {
-        let records = match follower.next_batch().await {
-            Some(Ok(records)) => records,
-            Some(Err(e)) if e.is_transient() => {
+        let read = match pending.due(every) {
+            // Changes wait to be written: read until they are due, then write them.
+            Some(due) => tokio::time::timeout_at(due, follower.next_batch()).await.ok(),
+            None => Some(follower.next_batch().await),
+        };
+        match read {
+            None => {}
+            Some(Some(Ok(records))) => {
+                let split = records.partition_point(|r| r.offset < stored);
+                state.apply(&records[..split]);
+                if split < records.len() {
+                    pending.changed.extend(state.apply(&records[split..]));
+                    pending.records += records.len() - split;
+                }
+            }
+            Some(Some(Err(e))) if e.is_transient() => {
                 warn!(partition, error = %e, "journal read failed, retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
-            Some(Err(e)) => return Err(e).context("reading the journal"),
-            None => return Ok(follower.position()),
-        };
-        let split = records.partition_point(|r| r.offset < stored);
-        state.apply(&records[..split]);
-        let next = follower.position();
-        if split == records.len() {
-            if until.is_some_and(|end| next >= end) {
-                return Ok(next);
+            Some(Some(Err(e))) => return Err(e).context("reading the journal"),
+            Some(None) => {
+                // The journal closed: what was read is still written.
+                pending
+                    .write(&*index, version.as_deref(), &state, partition, follower.position())
+                    .await;
+                return Ok(follower.position());
             }
-            continue;
         }
-        let records = &records[split..];
-        let changed = state.apply(records);
+        backoff = Duration::from_millis(50);
+        let next = follower.position();
+        if pending.due(every).is_some_and(|due| due <= Instant::now()) {
+            pending
+                .write(&*index, version.as_deref(), &state, partition, next)
+                .await;
+        }
+        if until.is_some_and(|end| next >= end) {
+            return Ok(next);
+        }
+    }
+}
+
+/// How often, at most, a partition's projector writes to the live index while it follows the
+/// journal. An onsale appends hundreds of times a second; writing each append's changes was a
+/// commit of the index each time (ten or so `fdatasync`s of new segment files and a reload of
+/// its reader). Seats-left in search may be this much behind the seat map, which stays exact.
+pub const WRITE_EVERY: Duration = Duration::from_millis(500);
+
+/// What a partition's projector has read but not yet written.
+#[derive(Default)]
+struct Pending {
+    /// Events whose documents changed.
+    changed: BTreeSet<EventId>,
+    /// Records read past the stored position: even without a changed document, the position
+    /// moves.
+    records: usize,
+    last_write: Option<Instant>,
+}
+
+impl Pending {
+    /// When what is pending is to be written: `every` after the last write (at once for the
+    /// first); `None` with nothing pending.
+    fn due(&self, every: Duration) -> Option<Instant> {
+        (self.records > 0).then(|| self.last_write.map_or_else(Instant::now, |at| at + every))
+    }
+
+    /// Writes the changed documents as they are now, with the partition's position `next`.
+    async fn write(
+        &mut self,
+        index: &dyn SearchIndex,
+        version: Option<&str>,
+        state: &PartitionState,
+        partition: u32,
+        next: Offset,
+    ) {
+        if self.records == 0 {
+            return;
+        }
         let batch = Batch {
-            upserts: changed.iter().filter_map(|id| state.doc(id)).collect(),
+            upserts: self.changed.iter().filter_map(|id| state.doc(id)).collect(),
             deletes: Vec::new(),
             positions: Positions::from([(partition, next)]),
         };
         let documents = batch.upserts.len();
-        write_with_retry(&*index, version.as_deref(), batch).await;
+        write_with_retry(index, version, batch).await;
         debug!(
             partition,
             next,
-            records = records.len(),
+            records = self.records,
             documents,
             "search batch written"
         );
-        backoff = Duration::from_millis(50);
-        if until.is_some_and(|end| next >= end) {
-            return Ok(next);
-        }
+        self.changed.clear();
+        self.records = 0;
+        self.last_write = Some(Instant::now());
     }
 }
 

@@ -19,7 +19,10 @@ mod projection;
 
 #[doc(hidden)]
 pub use frontrow_journal::conformance_tests;
-pub use projection::{rebuild_projects_the_journal_into_a_new_version, sell_outs_reach_the_available_filter};
+pub use projection::{
+    a_burst_of_appends_is_written_in_few_batches, rebuild_projects_the_journal_into_a_new_version,
+    sell_outs_reach_the_available_filter,
+};
 
 /// Opens indexes for the suite.
 #[async_trait]
@@ -464,6 +467,7 @@ macro_rules! search_conformance {
             unrelated_queries_do_not_flood,
             filters_order_and_pages, documents_and_positions_are_written_together,
             a_rebuilt_version_is_swapped_in, sell_outs_reach_the_available_filter,
+            a_burst_of_appends_is_written_in_few_batches,
             rebuild_projects_the_journal_into_a_new_version);
     };
     ($harness:expr) => {

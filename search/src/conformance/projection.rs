@@ -280,6 +280,48 @@ pub async fn sell_outs_reach_the_available_filter(h: &dyn Harness) {
     index.destroy().await.unwrap();
 }
 
+/// A burst of appends, one reservation each as an onsale's writer makes them, reaches the
+/// index in a few writes rather than one per append, and the last write holds all of them.
+pub async fn a_burst_of_appends_is_written_in_few_batches(h: &dyn Harness) {
+    let inner = h.open("burst").await;
+    inner.destroy().await.unwrap();
+    let index = Arc::new(Counting {
+        inner,
+        upserts: AtomicUsize::new(0),
+    });
+    let scratch = ScratchJournal::new("burst", 1);
+    let tasks = projector::start(index.clone(), scratch.journal.clone()).await.unwrap();
+    let event = fixture::event_id(800_003);
+    let seats = 60;
+    scratch
+        .append(event, vec![scheduled(event, "Nova Lights", "Gent", seats - 1)])
+        .await;
+    wait_for_doc(&*index, event, |_| true).await;
+    let before = index.upserts.load(Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    for seat in 0..seats {
+        scratch
+            .append(event, vec![reserved(ReservationId::new(), &[seat])])
+            .await;
+        // Spread as a writer's appends are, each one the projector's to read by itself.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let appending = started.elapsed();
+    let doc = wait_for_doc(&*index, event, |d| d.sold_out).await;
+    assert_eq!(doc.seats_left, 0);
+    let writes = index.upserts.load(Ordering::SeqCst) - before;
+    // At most one write per `WRITE_EVERY` while the appends went on, and one after them.
+    let bound = 2 + (appending.as_millis() / projector::WRITE_EVERY.as_millis()) as usize;
+    assert!(
+        writes <= bound && writes < usize::from(seats),
+        "{writes} writes for {seats} appends made in {appending:?}"
+    );
+    for task in tasks {
+        task.abort();
+    }
+    index.destroy().await.unwrap();
+}
+
 /// `rebuild` projects the whole journal into a new version and swaps it in.
 pub async fn rebuild_projects_the_journal_into_a_new_version(h: &dyn Harness) {
     let index = h.open("rebuild").await;

@@ -165,6 +165,24 @@ impl SearchIndex for Counting {
     }
 }
 
+/// A fresh index `name` counting its documents, a scratch journal of `partitions`, and the
+/// projector's tasks following one into the other.
+async fn counted_projection(
+    h: &dyn Harness,
+    name: &str,
+    partitions: u32,
+) -> (Arc<Counting>, ScratchJournal, Vec<tokio::task::JoinHandle<()>>) {
+    let inner = h.open(name).await;
+    inner.destroy().await.unwrap();
+    let index = Arc::new(Counting {
+        inner,
+        upserts: AtomicUsize::new(0),
+    });
+    let scratch = ScratchJournal::new(name, partitions);
+    let tasks = projector::start(index.clone(), scratch.journal.clone()).await.unwrap();
+    (index, scratch, tasks)
+}
+
 /// Polls `index` until the event's document satisfies `want` (or panics after 30 s).
 async fn wait_for_doc(index: &dyn SearchIndex, event_id: EventId, want: impl Fn(&EventDoc) -> bool) -> EventDoc {
     let doc = || async { index.get(event_id).await.unwrap() };
@@ -193,14 +211,7 @@ async fn available_ids(index: &dyn SearchIndex, text: &str) -> Vec<EventId> {
 /// Holds and bookings reach seats-left and the `available` filter through the projector, one
 /// document per event per batch, and a restarted projector carries on from its stored position.
 pub async fn sell_outs_reach_the_available_filter(h: &dyn Harness) {
-    let inner = h.open("sellout").await;
-    inner.destroy().await.unwrap();
-    let index = Arc::new(Counting {
-        inner,
-        upserts: AtomicUsize::new(0),
-    });
-    let scratch = ScratchJournal::new("sellout", 2);
-    let tasks = projector::start(index.clone(), scratch.journal.clone()).await.unwrap();
+    let (index, scratch, tasks) = counted_projection(h, "sellout", 2).await;
     let (utrecht, lyon) = (fixture::event_id(800_001), fixture::event_id(800_002));
     scratch
         .append(utrecht, vec![scheduled(utrecht, "Nova Lights", "Utrecht", 4)])
@@ -283,14 +294,7 @@ pub async fn sell_outs_reach_the_available_filter(h: &dyn Harness) {
 /// A burst of appends, one reservation each as an onsale's writer makes them, reaches the
 /// index in a few writes rather than one per append, and the last write holds all of them.
 pub async fn a_burst_of_appends_is_written_in_few_batches(h: &dyn Harness) {
-    let inner = h.open("burst").await;
-    inner.destroy().await.unwrap();
-    let index = Arc::new(Counting {
-        inner,
-        upserts: AtomicUsize::new(0),
-    });
-    let scratch = ScratchJournal::new("burst", 1);
-    let tasks = projector::start(index.clone(), scratch.journal.clone()).await.unwrap();
+    let (index, scratch, tasks) = counted_projection(h, "burst", 1).await;
     let event = fixture::event_id(800_003);
     let seats = 60;
     scratch

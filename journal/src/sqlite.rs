@@ -309,7 +309,11 @@ impl Inner {
         let end = first + records.len() as Offset;
         w.next[partition as usize] = end;
         // Into the tail before the end is published, so a reader told of the end finds them.
-        self.tail.lock().map_err(storage)?.push(partition, first, records);
+        // The records are durable whatever becomes of the tail: a tail whose lock a panic
+        // poisoned is passed by (its reads go to the file).
+        if let Ok(mut tail) = self.tail.lock() {
+            tail.push(partition, first, records);
+        }
         // Publish while still holding the write lock so watchers see ends in order.
         self.ends[partition as usize].send_replace(end);
         Ok((first..end).collect())
@@ -469,7 +473,12 @@ impl Journal for SqliteJournal {
 
     async fn read(&self, partition: u32, from: Offset, max: usize) -> Result<Batch, JournalError> {
         self.inner.check(partition)?;
-        let cached = self.inner.tail.lock().map_err(storage)?.read(partition, from, max);
+        let cached = self
+            .inner
+            .tail
+            .lock()
+            .ok()
+            .and_then(|tail| tail.read(partition, from, max));
         if let Some(cached) = cached {
             return Ok(cached.into_batch());
         }

@@ -5,10 +5,9 @@
 //! however holds, bookings and releases interleave), then writes one document per event they
 //! changed, with the partition's next offset, as one [`Batch`], at most once per
 //! [`WRITE_EVERY`]: a burst of ten thousand reservations on one event costs a document write
-//! or two, not ten thousand. Because the
-//! position is stored with the documents, a crash never skips or repeats a write: on start the
-//! task reads its stored position, replays the records before it into memory only (to know
-//! each seat's state), and continues writing from there.
+//! or two, not ten thousand. Because the position is stored with the documents, a crash never
+//! skips or repeats a write: on start the task reads its stored position, replays the records
+//! before it into memory only (to know each seat's state), and continues writing from there.
 //!
 //! [`rebuild`] projects the whole journal into a fresh version and swaps the alias to it.
 

@@ -4,9 +4,8 @@
 //! The provider event id is then applied at most once, forever: it is recorded in the log with
 //! the booking, refund or failure it caused, and a repeated delivery answers `duplicate`.
 
-use std::sync::Arc;
-
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::HeaderMap;

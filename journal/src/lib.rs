@@ -350,7 +350,15 @@ pub struct Scan<'a> {
     batch: usize,
     /// Whether an empty batch that does not move is read again rather than ending the scan.
     retry_stalls: bool,
+    /// Since when the reads have not moved, while they are retried.
+    stalled_since: Option<std::time::Instant>,
+    stall_limit: std::time::Duration,
 }
+
+/// How long a [`Scan::retrying`] reads again without moving before it fails: far longer than a
+/// committed transaction takes to show (milliseconds), so that a partition that cannot be read
+/// past an offset is an error its reader reports and retries, not a wait without end.
+pub const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl<'a> Scan<'a> {
     /// A scan of `partition` from offset `from` until offset `end`, reading up to `batch`
@@ -363,12 +371,15 @@ impl<'a> Scan<'a> {
             end,
             batch,
             retry_stalls: false,
+            stalled_since: None,
+            stall_limit: STALL_LIMIT,
         }
     }
 
     /// Reads again where a batch is empty and does not move, rather than ending the scan there:
     /// for readers that know every record before the end is committed (Kafka shows a committed
-    /// transaction's records a moment after the end offset grew).
+    /// transaction's records a moment after the end offset grew). Reads that do not move for
+    /// [`STALL_LIMIT`] fail the scan.
     pub fn retrying(mut self) -> Self {
         self.retry_stalls = true;
         self
@@ -389,11 +400,24 @@ impl<'a> Scan<'a> {
             let batch = self.journal.read(self.partition, self.next, self.batch).await?;
             let moved = batch.next > self.next;
             self.next = self.next.max(batch.next);
+            if moved {
+                self.stalled_since = None;
+            }
             if !batch.records.is_empty() {
                 return Ok(Some(batch.records));
             }
-            if !moved && !self.retry_stalls {
+            if moved {
+                continue;
+            }
+            if !self.retry_stalls {
                 return Ok(None);
+            }
+            let since = *self.stalled_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() > self.stall_limit {
+                return Err(JournalError::Storage(format!(
+                    "partition {} cannot be read past offset {} though it ends at {}",
+                    self.partition, self.next, self.end
+                )));
             }
         }
         Ok(None)
@@ -402,7 +426,38 @@ impl<'a> Scan<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::Position;
+    use super::{Journal, JournalError, Position, Record, Scan, SqliteJournal};
+
+    /// A retrying scan whose reads stop moving short of its end (a partition held back by a
+    /// transaction that never ends) fails after its stall limit instead of reading forever;
+    /// reads that move do not count towards it.
+    #[tokio::test]
+    async fn a_retrying_scan_that_cannot_move_fails_after_its_stall_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = SqliteJournal::open(&dir.path().join("log.db"), 1).unwrap();
+        let record = Record {
+            key: b"k".to_vec(),
+            value: b"v".to_vec(),
+        };
+        journal.append(0, vec![record.clone(), record]).await.unwrap();
+        // The end says 5; only offsets 0 and 1 exist.
+        let mut scan = Scan::new(&journal, 0, 0, 5, 1).retrying();
+        scan.stall_limit = std::time::Duration::from_millis(200);
+        for offset in 0..2 {
+            let batch = scan.next_batch().await.unwrap().expect("a record");
+            assert_eq!(batch[0].offset, offset);
+        }
+        let began = std::time::Instant::now();
+        let err = tokio::time::timeout(std::time::Duration::from_secs(10), scan.next_batch())
+            .await
+            .expect("the scan ends")
+            .expect_err("a scan that cannot move fails");
+        assert!(began.elapsed() >= scan.stall_limit);
+        assert!(
+            matches!(&err, JournalError::Storage(m) if m.contains("past offset 2") && m.contains("ends at 5")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_position_is_two_runs_of_digits() {

@@ -69,7 +69,8 @@ pub fn sample_event(event_id: EventId, onsale: DateTime<Utc>, seat_map: SeatMap)
 /// Looks with `look` every 20 ms until `accept` takes what it saw, and returns what `accept`
 /// made of it: for what runs behind a call (the query side, the projectors, the writer's
 /// timers, a broker). After `timeout` it fails with `message` (what it waited for) and the last
-/// value seen.
+/// value seen, or, if a look is still unanswered then, with `message` alone: a look that never
+/// answers fails the wait instead of holding it forever.
 pub async fn wait_until<V, T, Look, Seen>(
     timeout: std::time::Duration,
     message: &str,
@@ -83,7 +84,9 @@ where
 {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let seen = look().await;
+        let Ok(seen) = tokio::time::timeout_at(deadline, look()).await else {
+            panic!("waited {timeout:?} until {message}; the last look did not answer");
+        };
         if let Some(done) = accept(&seen) {
             return done;
         }

@@ -760,21 +760,28 @@ impl Inner {
                     key: m.key().unwrap_or_default().to_vec(),
                     value: m.payload().unwrap_or_default().to_vec(),
                 }),
-                Some(Err(e)) if records.is_empty() && Instant::now() < deadline => error = Some(e),
-                Some(Err(e)) if records.is_empty() => return Err(kafka_err(e)),
+                Some(Err(e)) if records.is_empty() => {
+                    error = Some(e);
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                }
                 None if records.is_empty()
                     && Instant::now() < deadline
                     && position(&reader.consumer).is_none_or(|at| at < known_end) => {}
                 Some(Err(_)) | None => break,
             }
         }
+        let position = position(&reader.consumer);
+        // ... and only if the consumer did not move either: over aborted records and markers
+        // (a failed append's, a claim's closing abort) it moves without returning anything.
         if records.is_empty()
             && from < known_end
+            && position.is_none_or(|at| at <= from)
             && let Some(e) = error
         {
             return Err(kafka_err(e));
         }
-        let position = position(&reader.consumer);
         let next = [Some(from), records.last().map(|r| r.offset + 1), position]
             .into_iter()
             .flatten()

@@ -429,8 +429,7 @@ mod tests {
     use super::{Journal, JournalError, Position, Record, Scan, SqliteJournal};
 
     /// A retrying scan whose reads stop moving short of its end (a partition held back by a
-    /// transaction that never ends) fails after its stall limit instead of reading forever;
-    /// reads that move do not count towards it.
+    /// transaction that never ends) fails after its stall limit instead of reading forever.
     #[tokio::test]
     async fn a_retrying_scan_that_cannot_move_fails_after_its_stall_limit() {
         let dir = tempfile::tempdir().unwrap();

@@ -149,9 +149,9 @@ fn kafka_err(e: KafkaError) -> JournalError {
 /// one the coordinator refused is asked again at once instead of after librdkafka's fixed 500 ms.
 const CLAIM_STEP: Duration = Duration::from_millis(25);
 
-/// The key of the record a claim writes, and aborts, to end an earlier writer's transaction
-/// (see [`Inner::close_dangling_blocking`]); no reader ever sees it.
-const CLOSING_KEY: &[u8] = b"frontrow.closing-abort";
+/// The key of the record a claim commits to end an earlier writer's transaction (see
+/// [`Inner::close_dangling_blocking`]); reads pass over it, so no reader ever sees it.
+const CLOSING_KEY: &[u8] = b"frontrow.closing-commit";
 
 /// The longest a read's seek waits for the topic's metadata (see [`Inner::read_blocking`]).
 const METADATA_HINT: Duration = Duration::from_secs(1);
@@ -551,42 +551,49 @@ impl Inner {
     }
 
     /// Ends a transaction of this partition's writer that a claim cannot end, so that readers
-    /// (`read_committed`) get past it.
+    /// (`read_committed`) get past it, and ends it committed.
     ///
-    /// When the broker goes away in the middle of an append, the batch's records can be in the
-    /// partition while the transaction coordinator never learned that the transaction had the
-    /// partition (seen in the broker-restart test, three runs in about thirty): the claim's abort then
-    /// writes no marker there, and the partition's stable end stays at the first of those
-    /// records for good, below the end. A marker of the same producer id ends the producer's
-    /// open transaction on the partition from its first record whatever its epoch, so the
-    /// claimant, which has that id, aborts a transaction of its own with a record on the
-    /// partition. Checked after every claim: one watermark query when nothing is open.
+    /// A broker stopped right after acknowledging a commit can come back without the commit's
+    /// marker on the partition and with a coordinator that no longer knows the transaction (seen
+    /// in the broker-restart test, four runs in about eighty): the claim writes no marker there,
+    /// and the partition's stable end stays at the transaction's first record for good, below
+    /// the end. A marker of the same producer id ends the producer's open transaction on the
+    /// partition from its first record whatever its epoch, so the claimant, which has that id,
+    /// commits a transaction of its own with one record on the partition.
+    ///
+    /// Committed, not aborted: the open transaction may be one whose commit was acknowledged
+    /// (in every case seen it was), and an acknowledged append must not be lost. If it was one
+    /// whose commit never returned, its requests were answered `503` and now take effect; a
+    /// retry with the same `Idempotency-Key` gets their answer. Its records are a prefix of its
+    /// batch (a partition keeps a producer's order), so the state they make is one the writer
+    /// decided. Checked after every claim: one watermark query when nothing is open.
     fn close_dangling_blocking(&self, producer: &FutureProducer, partition: u32) -> Result<(), JournalError> {
         let topic = &self.settings.topic;
         let end = self.high_watermark_blocking(partition)?;
-        if self.stable_end_blocking(partition)? >= end {
+        let stable = self.stable_end_blocking(partition)?;
+        if stable >= end {
             return Ok(());
         }
         warn!(
             partition,
-            end, "a transaction of an earlier writer is still open on the partition; closing it"
+            stable, end, "a transaction of an earlier writer is still open on the partition; committing it"
         );
-        let aborted = producer.begin_transaction().and_then(|()| {
+        let committed = producer.begin_transaction().and_then(|()| {
             let record = FutureRecord::<[u8], [u8]>::to(topic)
                 .partition(partition as i32)
                 .key(CLOSING_KEY);
             producer.send_result(record).map_err(|(e, _)| e)?;
-            // Sent before the abort (which drops what is still queued), so the partition is in
-            // the transaction and gets its marker.
-            producer.flush(CALL_TIMEOUT)?;
-            producer.abort_transaction(CALL_TIMEOUT)
+            producer.commit_transaction(CALL_TIMEOUT)
         });
-        aborted.map_err(kafka_err)?;
+        if let Err(e) = committed {
+            let _ = producer.abort_transaction(CALL_TIMEOUT);
+            return Err(kafka_err(e));
+        }
         let deadline = Instant::now() + CALL_TIMEOUT;
         loop {
             let stable = self.stable_end_blocking(partition)?;
             if stable >= end {
-                info!(partition, stable, "the open transaction is closed");
+                info!(partition, stable, "the open transaction is committed");
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -731,6 +738,8 @@ impl Inner {
         // brokers down") come out of poll one at a time long after the brokers are back; librdkafka
         // reconnects by itself. Such an error fails the read only if no record arrives in time.
         let mut error = None;
+        // Past the last record polled, returned or passed over (a claim's closing record).
+        let mut passed = None;
         let position = |consumer: &BaseConsumer| {
             consumer.position().ok().and_then(|tpl| {
                 match tpl.find_partition(&self.settings.topic, partition as i32)?.offset() {
@@ -750,12 +759,17 @@ impl Inner {
                 Duration::ZERO
             };
             match reader.consumer.poll(wait) {
-                Some(Ok(m)) => records.push(StoredRecord {
-                    partition,
-                    offset: m.offset() as Offset,
-                    key: m.key().unwrap_or_default().to_vec(),
-                    value: m.payload().unwrap_or_default().to_vec(),
-                }),
+                Some(Ok(m)) => {
+                    passed = passed.max(Some(m.offset() as Offset + 1));
+                    if m.key() != Some(CLOSING_KEY) {
+                        records.push(StoredRecord {
+                            partition,
+                            offset: m.offset() as Offset,
+                            key: m.key().unwrap_or_default().to_vec(),
+                            value: m.payload().unwrap_or_default().to_vec(),
+                        });
+                    }
+                }
                 Some(Err(e)) if records.is_empty() => {
                     error = Some(e);
                     if Instant::now() >= deadline {
@@ -770,7 +784,7 @@ impl Inner {
         }
         let position = position(&reader.consumer);
         // A queued error fails a read that got no record only if the consumer did not move
-        // either: over aborted records and markers (a failed append's, a claim's closing abort)
+        // either: over aborted records, markers (a failed append's) and a claim's closing record
         // it moves without returning anything.
         if records.is_empty()
             && from < known_end
@@ -779,7 +793,7 @@ impl Inner {
         {
             return Err(kafka_err(e));
         }
-        let next = [Some(from), records.last().map(|r| r.offset + 1), position]
+        let next = [Some(from), passed, position]
             .into_iter()
             .flatten()
             .max()

@@ -129,6 +129,44 @@ async fn a_claim_aborts_the_open_transaction_of_a_writer_that_died() {
     assert_eq!(values, vec!["before", "after"]);
 }
 
+/// The record a claim commits to close a transaction left open on the partition (key
+/// `frontrow.closing-commit`, no value; see the README) is passed over by every read: readers
+/// get the records around it and the offsets move past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn a_closing_record_is_passed_over_by_reads() {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let topic = own_topic("closing");
+    let journal = claimed(&topic, 1, 0).await;
+    journal.append(0, vec![rec("one")]).await.unwrap();
+    let plain: BaseProducer = frontrow_journal::client_config(&brokers()).create().unwrap();
+    plain
+        .send(
+            BaseRecord::<str, [u8]>::to(&topic)
+                .partition(0)
+                .key("frontrow.closing-commit"),
+        )
+        .map_err(|(e, _)| e)
+        .unwrap();
+    plain.flush(std::time::Duration::from_secs(10)).unwrap();
+    journal.append(0, vec![rec("two")]).await.unwrap();
+    let read = read_all(&journal, 0).await;
+    let values: Vec<String> = read
+        .iter()
+        .map(|r| String::from_utf8(r.value.clone()).unwrap())
+        .collect();
+    assert_eq!(values, vec!["one", "two"]);
+    // A read from just past "one" passes over the closing record to "two".
+    let batch = journal.read(0, read[0].offset + 1, 10).await.unwrap();
+    assert_eq!(batch.records.len(), 1);
+    assert_eq!(batch.records[0].value, b"two");
+    assert!(
+        read[1].offset > read[0].offset + 2,
+        "the closing record lies between them"
+    );
+    assert!(batch.next > read[1].offset);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs kafka: run the README's test command"]
 async fn an_existing_topic_must_have_the_configured_partitions() {

@@ -502,8 +502,8 @@ impl Inner {
         // leader for a moment ("not leader"): refresh it and ask again, for as long as a call
         // may take.
         // The shared client was once seen to answer "unknown partition" for minutes after a
-        // broker restart while the readers' own clients read the partition, so a retry also asks a client
-        // of its own.
+        // broker restart while the readers' own clients read the partition, so a retry also
+        // asks a client of its own.
         let deadline = Instant::now() + CALL_TIMEOUT;
         let watermarks = loop {
             match query() {

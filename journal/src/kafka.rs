@@ -562,7 +562,7 @@ impl Inner {
     ///
     /// A broker stopped right after acknowledging a commit can come back without the commit's
     /// marker on the partition and with a coordinator that no longer knows the transaction (seen
-    /// in the broker-restart test, four runs in about eighty): the claim writes no marker there,
+    /// in the broker-restart test, four runs in about 115): the claim writes no marker there,
     /// and the partition's stable end stays at the transaction's first record for good, below
     /// the end. A marker of the same producer id ends the producer's open transaction on the
     /// partition from its first record whatever its epoch, so the claimant, which has that id,

@@ -500,17 +500,21 @@ impl Inner {
         // After the brokers were away the client's metadata can be stale ("unknown partition")
         // until refreshed, and a fresh topic's partition or a restarted broker's can be without a
         // leader for a moment ("not leader"): refresh it and ask again, for as long as a call
-        // may take.
-        // The shared client was once seen to answer "unknown partition" for minutes after a
-        // broker restart while the readers' own clients read the partition, so a retry also
-        // asks a client of its own.
+        // may take. The shared client was once seen to answer "unknown partition" for minutes
+        // after a broker restart while the readers' own clients read the partition, so the
+        // retries also ask one client of their own (made once per call, not per retry: the
+        // background watermark poll retries through whole outages).
         let deadline = Instant::now() + CALL_TIMEOUT;
+        let mut own = None;
         let watermarks = loop {
             match query() {
                 Err(_) if Instant::now() < deadline => {
                     let _ = self.meta.fetch_metadata(Some(topic), CALL_TIMEOUT);
-                    let fresh = consumer(&self.settings.brokers, "read_uncommitted")?;
-                    if let Ok(answer) = fresh.fetch_watermarks(topic, partition as i32, CALL_TIMEOUT) {
+                    let own = match own.as_mut() {
+                        Some(c) => c,
+                        None => own.insert(consumer(&self.settings.brokers, "read_uncommitted")?),
+                    };
+                    if let Ok(answer) = own.fetch_watermarks(topic, partition as i32, CALL_TIMEOUT) {
                         break Ok(answer);
                     }
                     std::thread::sleep(Duration::from_millis(100));

@@ -173,8 +173,9 @@ pub fn encode(env: &Envelope) -> Vec<u8> {
 pub fn decode(bytes: &[u8]) -> Result<Envelope, DecodeError> {
     let in_data = Cell::new(None);
     let seed = WireSeed { in_data: &in_data };
-    let read = match std::str::from_utf8(bytes) {
-        // Checked once, whole: the text parser then does not check each string again.
+    // Checked once, whole, with the CPU's vector instructions (a replay spent 4% of its time in
+    // the standard library's check): the text parser then does not check each string again.
+    let read = match simdutf8::basic::from_utf8(bytes) {
         Ok(text) => whole(serde_json::Deserializer::from_str(text), seed),
         // The byte parser says where the text breaks; bytes that are not text are no envelope,
         // wherever they stand.

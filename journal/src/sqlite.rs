@@ -210,7 +210,13 @@ impl SqliteJournal {
         // checkpoint thread does.
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(storage)?;
         conn.wal_hook(Some(note_wal_pages));
-        let wal_pages = Arc::new(AtomicU64::new(0));
+        // A WAL left by a process that did not close the journal (a crash, a stop that skipped
+        // the close) has its index rebuilt at open with none of its pages marked as copied, so
+        // every read of those pages goes through the WAL until a checkpoint, and the next one
+        // would wait for an append (`frontrow analytics` never appends): it counts as pages
+        // waiting, and the thread's first look checkpoints it.
+        let left = std::fs::metadata(format!("{}-wal", path.display())).map_or(0, |wal| wal.len());
+        let wal_pages = Arc::new(AtomicU64::new(if left > 0 { CHECKPOINT_PAGES } else { 0 }));
         let checkpoints = start_checkpoints(path, wal_pages.clone())?;
         let reader =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
@@ -585,5 +591,42 @@ mod tests {
             .execute("DELETE FROM journal", [])
             .unwrap();
         assert!(journal.read(0, 3, 10).await.unwrap().records.is_empty());
+    }
+
+    /// A journal whose WAL a crashed process left behind (its pages never copied into the
+    /// file, no shared-memory index) gets them copied by its checkpoint thread soon after it
+    /// opens, without waiting for an append.
+    #[test]
+    fn a_wal_left_behind_is_checkpointed_soon_after_the_journal_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let (crashed, copy) = (dir.path().join("crashed.db"), dir.path().join("copy.db"));
+        drop(SqliteJournal::open(&crashed, 1).unwrap());
+        // A connection that never checkpoints writes 2,000 records of 1 KiB into the WAL, and
+        // the files are copied while it is open, as a crash would leave them.
+        let conn = Connection::open(&crashed).unwrap();
+        conn.execute_batch("PRAGMA wal_autocheckpoint = 0;").unwrap();
+        for offset in 0..2_000i64 {
+            conn.execute(
+                "INSERT INTO journal (partition, offset, key, value) VALUES (0, ?1, x'01', ?2)",
+                params![offset, vec![7u8; 1024]],
+            )
+            .unwrap();
+        }
+        let file_len = |p: &Path| std::fs::metadata(p).unwrap().len();
+        std::fs::copy(&crashed, &copy).unwrap();
+        std::fs::copy(format!("{}-wal", crashed.display()), format!("{}-wal", copy.display())).unwrap();
+        let before = file_len(&copy);
+        assert!(before < 100_000, "the records were already in the file: {before} bytes");
+        let journal = SqliteJournal::open(&copy, 1).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while file_len(&copy) < 2_000_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "after 10 s the file still holds {} bytes: the WAL was not checkpointed",
+                file_len(&copy)
+            );
+            std::thread::sleep(CHECKPOINT_EVERY);
+        }
+        drop((journal, conn));
     }
 }

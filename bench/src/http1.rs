@@ -21,15 +21,16 @@ use tokio::net::TcpStream;
 /// The most a response head may take.
 const MAX_HEAD: usize = 16 * 1024;
 
-/// A response head: the status, the body's framing and whether the server keeps the
-/// connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A response head: the status, the body's framing, whether the server keeps the connection,
+/// and the entity tag (the map readers revalidate with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
     pub status: u16,
     pub content_length: Option<usize>,
     pub chunked: bool,
     /// `Connection: close` (or an HTTP/1.0 answer without keep-alive).
     pub close: bool,
+    pub etag: Option<String>,
 }
 
 /// A bare HTTP/1.1 connection: requests written by hand, responses read into one buffer.
@@ -167,6 +168,7 @@ pub fn parse_head(head: &[u8]) -> anyhow::Result<Head> {
         content_length: None,
         chunked: false,
         close: version == b"HTTP/1.0",
+        etag: None,
     };
     for line in lines {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
@@ -177,6 +179,8 @@ pub fn parse_head(head: &[u8]) -> anyhow::Result<Head> {
             head.content_length = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             head.chunked = value.eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case(b"etag") {
+            head.etag = std::str::from_utf8(value).ok().map(str::to_owned);
         } else if name.eq_ignore_ascii_case(b"connection") {
             if value.eq_ignore_ascii_case(b"close") {
                 head.close = true;
@@ -229,6 +233,12 @@ impl Client {
     /// returns the status and body. A reused connection the server closed meanwhile is retried
     /// once on a new one (only when nothing of the answer arrived).
     pub async fn send(&self, request: &[u8]) -> anyhow::Result<(u16, Vec<u8>)> {
+        let (head, body) = self.exchange(request).await?;
+        Ok((head.status, body))
+    }
+
+    /// [`Client::send`], answering the whole head.
+    pub async fn exchange(&self, request: &[u8]) -> anyhow::Result<(Head, Vec<u8>)> {
         let idle = self.idle.lock().expect("idle connections").pop();
         let (mut conn, reused) = match idle {
             Some(conn) => (conn, true),
@@ -246,7 +256,7 @@ impl Client {
         if !head.close && conn.buf.is_empty() {
             self.idle.lock().expect("idle connections").push(conn);
         }
-        Ok((head.status, body))
+        Ok((head, body))
     }
 
     pub async fn get(&self, path: &str) -> anyhow::Result<(u16, Vec<u8>)> {
@@ -272,9 +282,12 @@ mod tests {
                 status: 201,
                 content_length: Some(42),
                 chunked: false,
-                close: false
+                close: false,
+                etag: None,
             }
         );
+        let h = parse_head(b"HTTP/1.1 304 Not Modified\r\nETag: W/\"6:17\"").unwrap();
+        assert_eq!(h.etag.as_deref(), Some("W/\"6:17\""));
         let h = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close").unwrap();
         assert!(h.chunked && h.close && h.content_length.is_none());
         assert!(parse_head(b"HTTP/1.0 200 OK").unwrap().close);

@@ -2,7 +2,8 @@
 //! requests (bearer token, `Idempotency-Key`, JSON body), the same classification and the
 //! same race log, so the checks after the race are unchanged. The database baselines' phases
 //! and FrontRow's explicit reserves (max, pay, half max) use these, so the reserve ratios
-//! compare one client against itself; FrontRow's other phases still go through reqwest.
+//! compare one client against itself. FrontRow's map reads use the same client directly
+//! (`scenarios::map_job`); its other phases still go through reqwest.
 
 use std::sync::Arc;
 

@@ -76,9 +76,6 @@ pub fn goals(results: &Results) -> (Value, Vec<Goal>) {
         "harness_vs_wrk_hello": ratio(hello, wrk),
         "reqwest_hello_ceiling": reqwest_hello,
         "reqwest_vs_wrk_hello": ratio(reqwest_hello, wrk),
-        // FrontRow's map phases still use reqwest: their ratio to the same client's ceiling.
-        "map_304_vs_hello_reqwest": ratio(not_modified, reqwest_hello),
-        "map_full_vs_hello_reqwest": ratio(full, reqwest_hello),
     });
     let mut goals = vec![
         goal("reserve throughput >= 0.30 x hello-world", ratio(fr, hello), 0.30, true),
@@ -342,7 +339,7 @@ pub fn write(
         "Throughput counts every answer (201 and the 409s of seats already taken); ok_per_s counts the wanted answers only.",
         "Between FrontRow's phases the harness waits until the ledger projector has caught up with the journal (and 0.5 s more for the search projector), so no phase starts with a projection backlog from the previous one.",
         "The hello-world ceiling is measured first and last in the run; the ratios use the mean of the two.",
-        "Client: the ceiling and the database baselines' phases and FrontRow's explicit reserves (max, pay and half max) use the harness's lean HTTP/1.1 client (bench/src/http1.rs, one keep-alive connection per client); FrontRow's other phases (best-available, maps, search, background reserves) still use reqwest, so the maps' ratios are also given against reqwest's own hello-world ceiling (*_vs_hello_reqwest). wrk runs against the same hello-world server with as many connections (ceilings.harness_vs_wrk).",
+        "Client: the ceiling and the database baselines' phases and FrontRow's explicit reserves (max, pay and half max) and map reads use the harness's lean HTTP/1.1 client (bench/src/http1.rs, one keep-alive connection per client); FrontRow's other phases (best-available, search, background reserves) still use reqwest. wrk runs against the same hello-world server with as many connections (ceilings.harness_vs_wrk).",
         "The database baselines' parts are measured alone in the same run: redis-benchmark with the lock's pipelined SET NX PX and the unlock script, pgbench with the naive transaction (see bottlenecks).",
         "A baseline's half-max phase runs at half its max phase's rate over the first requests of the same sequence (the ones the half-max phase sends, mostly 201s), not half its whole rate, which is inflated by the cheap 409s once the max phase's event sold out.",
         "Targets are reported, not asserted.",

@@ -468,6 +468,61 @@ pub async fn rebuild_while_writes_continue(h: &dyn Harness) {
     assert_eq!(fresh.audit().await.unwrap().len(), g.states().count());
 }
 
+/// A batch one of whose statements breaks a constraint fails as a whole: nothing of it is
+/// stored, the position stays, and the ledger takes the next good batch (on every connection
+/// it pools).
+pub async fn a_batch_that_breaks_a_constraint_leaves_nothing(h: &dyn Harness) {
+    use frontrow_projector::rows::{EventRow, insert};
+    let ledger = h.ledger("a_batch_that_breaks_a_constraint_leaves_nothing").await;
+    let time = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    let event = |id: u128, title: &str| EventRow {
+        event_id: uuid::Uuid::from_u128(id),
+        organizer: "acme".into(),
+        title: title.into(),
+        artist: "a".into(),
+        venue: "v".into(),
+        city: "c".into(),
+        starts_at: time,
+        onsale_at: time,
+        hold_minutes: 15,
+        max_seats_per_order: 4,
+        currency: "EUR".into(),
+        seat_map: "{}".into(),
+        scheduled_at: time,
+        seat_map_at: time,
+    };
+    let batch = |from: u64, ops| Batch {
+        partition: 0,
+        from,
+        to: from + 1,
+        ops,
+        crash_before_commit: false,
+    };
+    ledger
+        .write(&batch(0, vec![insert([event(1, "first")])]))
+        .await
+        .unwrap();
+    let before = ledger.dump().await.unwrap();
+    for attempt in 0..6 {
+        // A new event, then the first one again: the second insert breaks the primary key.
+        let ops = vec![insert([event(2 + attempt, "new")]), insert([event(1, "again")])];
+        let err = ledger.write(&batch(1, ops)).await.unwrap_err();
+        assert!(!matches!(err, LedgerError::OutOfOrder { .. }), "{err}");
+        assert_eq!(
+            ledger.dump().await.unwrap(),
+            before,
+            "attempt {attempt} left rows behind"
+        );
+    }
+    ledger.write(&batch(1, vec![insert([event(9, "next")])])).await.unwrap();
+    assert_eq!(ledger.positions().await.unwrap(), BTreeMap::from([(0, 2)]));
+    let titles = ledger
+        .query("SELECT title FROM events ORDER BY title", vec![], &[Ty::Text])
+        .await
+        .unwrap();
+    assert_eq!(titles, vec![vec![Val::text("first")], vec![Val::text("next")]]);
+}
+
 async fn first_event(ledger: &dyn Ledger) -> EventId {
     let audit = || async { ledger.audit().await.unwrap() };
     let first = |a: &Vec<_>| {
@@ -491,6 +546,6 @@ macro_rules! ledger_conformance {
         frontrow_journal::conformance_tests!([$(#[$attr])*] $harness; {$crate::conformance};
             projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
             refuses_out_of_order_batches, catch_up_resumes_where_the_ledger_moved, rebuild_while_writes_continue,
-            awkward_text_is_stored_as_written);
+            awkward_text_is_stored_as_written, a_batch_that_breaks_a_constraint_leaves_nothing);
     };
 }

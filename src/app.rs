@@ -362,7 +362,8 @@ impl App {
         let ledger_projector = match (&ledger, projects_ledger) {
             (Some(ledger), true) => {
                 let (journal, ledger, batch) = (journal.clone(), ledger.clone(), settings.projector_batch);
-                let spawn = async move { frontrow_projector::spawn(journal, ledger, batch) };
+                let pace = std::time::Duration::from_millis(settings.projector_interval_ms);
+                let spawn = async move { frontrow_projector::spawn(journal, ledger, batch, pace) };
                 Some(on_budget(budget.as_ref(), spawn).await?)
             }
             _ => None,

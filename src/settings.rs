@@ -70,6 +70,9 @@ pub struct Settings {
     pub ledger_schema: String,
     /// Most events the ledger projector applies in one transaction.
     pub projector_batch: usize,
+    /// While the journal keeps growing, the ledger projector starts a transaction at most once
+    /// per this many milliseconds (the first after a quiet spell at once; 0: after every append).
+    pub projector_interval_ms: u64,
     /// How many `nice` steps below the request path a serving node runs its projections
     /// (0 to 19; 0: the same priority), see [`crate::budget`].
     pub projections_nice: u8,
@@ -250,6 +253,7 @@ impl Default for Settings {
             database_url: None,
             ledger_schema: "ledger".into(),
             projector_batch: 1000,
+            projector_interval_ms: 100,
             projections_nice: 10,
             limits: frontrow_http::limits::Limits::default(),
             metrics: true,
@@ -284,6 +288,7 @@ const KEYS: &[&str] = &[
     "database_url",
     "ledger_schema",
     "projector_batch",
+    "projector_interval_ms",
     "projections_nice",
     "limits",
     "metrics",

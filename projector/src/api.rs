@@ -1,6 +1,7 @@
 //! The ledger's read API: a customer's bookings and an event's sales.
 //!
-//! These are served from the ledger, so they lag the journal by the projector's last batch.
+//! These are served from the ledger, so they lag the journal by the projector's last batch (and,
+//! while the journal keeps growing, by up to its pace: [`crate::Projector::pacing`]).
 //! Sales belong to the event's organizer (`X-Api-Key`). A seat's history
 //! (`/events/{event_id}/seats/{seat}/history`) is served from the log by the query role
 //! (`frontrow_analytics::api`); the ledger keeps its `seat_history` table for its own reports

@@ -428,7 +428,7 @@ pub async fn rebuild_while_writes_continue(h: &dyn Harness) {
     let (_dir, mut g) = generated(3, 4, 600, 5).await;
     let serving = h.ledger("rebuild_serving").await;
     let journal = g.journal.clone();
-    let live = frontrow_projector::spawn(journal.clone(), serving.clone(), 64);
+    let live = frontrow_projector::spawn(journal.clone(), serving.clone(), 64, Duration::ZERO);
     let (promoted_tx, promoted) = tokio::sync::oneshot::channel::<()>();
     let writer = tokio::spawn(async move {
         // Fans keep buying while the rebuild replays...
@@ -523,6 +523,40 @@ pub async fn a_batch_that_breaks_a_constraint_leaves_nothing(h: &dyn Harness) {
     assert_eq!(titles, vec![vec![Val::text("first")], vec![Val::text("next")]]);
 }
 
+/// A following projector with a pace: one that is behind reads batch after batch without
+/// waiting, the first records after a quiet spell are written at once, and records that arrive
+/// soon after a batch that found the end wait for the pace.
+pub async fn a_following_projector_paces_its_batches(h: &dyn Harness) {
+    const PACE: Duration = Duration::from_secs(3);
+    let (_dir, mut g) = generated(1, 2, 400, 9).await;
+    let ledger = h.ledger("paced").await;
+    let journal = g.journal.clone();
+    let positions = || async { ledger.positions().await.unwrap() };
+    let reaches = |want: BTreeMap<u32, u64>| move |p: &BTreeMap<u32, u64>| (*p == want).then_some(());
+    // Hundreds of records behind, ten a batch: paced, this would take a minute or more.
+    let live = frontrow_projector::spawn(journal.clone(), ledger.clone(), 10, PACE);
+    let behind = format!("a projector {} records behind catches up without waiting", g.records);
+    let want = ends(journal.as_ref()).await;
+    frontrow_schema::testsuite::wait_until(PACE * 3, &behind, positions, reaches(want)).await;
+
+    // After a quiet spell longer than the pace, new records are written at once...
+    tokio::time::sleep(PACE + Duration::from_millis(500)).await;
+    g.step(5).await;
+    let want = ends(journal.as_ref()).await;
+    let quiet = "the first records after a quiet spell are written at once";
+    frontrow_schema::testsuite::wait_until(PACE / 2, quiet, positions, reaches(want.clone())).await;
+
+    // ...and the next ones wait until the pace has passed since that batch began.
+    g.step(5).await;
+    let later = ends(journal.as_ref()).await;
+    assert_ne!(later, want, "the second step appended records");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(positions().await, want, "records right after a batch wait for the pace");
+    let paced = "records right after a batch are written once the pace has passed";
+    frontrow_schema::testsuite::wait_until(PACE * 3, paced, positions, reaches(later)).await;
+    live.stop().await.unwrap();
+}
+
 async fn first_event(ledger: &dyn Ledger) -> EventId {
     let audit = || async { ledger.audit().await.unwrap() };
     let first = |a: &Vec<_>| {
@@ -546,6 +580,7 @@ macro_rules! ledger_conformance {
         frontrow_journal::conformance_tests!([$(#[$attr])*] $harness; {$crate::conformance};
             projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
             refuses_out_of_order_batches, catch_up_resumes_where_the_ledger_moved, rebuild_while_writes_continue,
-            awkward_text_is_stored_as_written, a_batch_that_breaks_a_constraint_leaves_nothing);
+            awkward_text_is_stored_as_written, a_batch_that_breaks_a_constraint_leaves_nothing,
+            a_following_projector_paces_its_batches);
     };
 }

@@ -13,8 +13,10 @@ event from 2,000 customers (bench/wrk/reserve.lua). Variants:
                  (FRONTROW_PROJECTIONS_NICE=0; the defaults run them 10 nice steps lower)
 
 Rounds interleave the variants (and the binaries) so drift on a shared machine hits each alike.
+Each reserve phase also reports the CPU the node's SQLite ledger threads (`ledger-sqlite-*`) and
+request runtime (`tokio-rt-worker`) spent in it, from /proc (Linux), per hold and per request.
 Usage: bench/wrk/observability.py [--bin target/release/frontrow ...] [--variants off,metrics,full]
-                                  [--rounds 2] [--secs 10]
+                                  [--rounds 2] [--secs 10] [--conns 64]
 Name --bin more than once to compare builds, e.g. the release and dist profiles:
   bench/wrk/observability.py --bin target/release/frontrow --bin target/dist/frontrow --variants full
 """
@@ -69,8 +71,8 @@ def event(base, key):
     return post(f"{base}/events", body, {"x-api-key": key})["event_id"]
 
 
-def wrk(args, env=None):
-    out = subprocess.run(["wrk", "-t2", "-c64", "--latency", *args], capture_output=True, text=True,
+def wrk(args, env=None, conns=64):
+    out = subprocess.run(["wrk", "-t2", f"-c{conns}", "--latency", *args], capture_output=True, text=True,
                          env={**os.environ, **(env or {})}, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     total = int(re.search(r"(\d+) requests in", out).group(1))
@@ -98,17 +100,39 @@ def onsale(binary, data_dir, env):
     return server, base, ["-s", os.path.join(HERE, "reserve.lua"), base], reserve_env
 
 
+def thread_cpu(pid):
+    """CPU seconds by thread name (digits and dashes at the end dropped) of process `pid`."""
+    seconds = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")].rstrip("0123456789-")
+        fields = stat[stat.rindex(")") + 2:].split()
+        seconds[name] = seconds.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
 def stop(server):
     server.terminate()
     server.wait(timeout=60)
 
 
-def run(binary, variant, secs):
+def run(binary, variant, secs, conns):
     with tempfile.TemporaryDirectory() as data_dir:
         server, base, reserve_args, reserve_env = onsale(binary, data_dir, VARIANTS[variant])
         try:
-            health = wrk([f"-d{secs}s", f"{base}/health"])
-            reserve = wrk([f"-d{secs}s", *reserve_args], reserve_env)
+            health = wrk([f"-d{secs}s", f"{base}/health"], conns=conns)
+            before = thread_cpu(server.pid)
+            reserve = wrk([f"-d{secs}s", *reserve_args], reserve_env, conns)
+            after = thread_cpu(server.pid)
+            spent = {k: v - before.get(k, 0) for k, v in after.items()}
+            requests = reserve["rate"] * secs
+            reserve["ledger_us_per_hold"] = spent.get("ledger-sqlite", 0) / max(requests * reserve["ok_share"], 1) * 1e6
+            reserve["workers_us_per_request"] = spent.get("tokio-rt-worker", 0) / max(requests, 1) * 1e6
             return health, reserve
         finally:
             stop(server)
@@ -120,6 +144,7 @@ def main():
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of " + ", ".join(VARIANTS))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--secs", type=int, default=10)
+    parser.add_argument("--conns", type=int, default=64, help="wrk's connections")
     args = parser.parse_args()
     binaries = args.bin or ["target/release/frontrow"]
     variants = args.variants.split(",")
@@ -128,15 +153,17 @@ def main():
         parser.error(f"unknown variants {unknown}")
     for binary in binaries:
         print(f"{binary}: {os.path.getsize(binary):,} bytes")
-    print("| round | binary | variant | /health req/s | reserve req/s | reserve 201 share | reserve p99 ms | reserve / health |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print("| round | binary | variant | /health req/s | reserve req/s | reserve 201 share | reserve p99 ms | "
+          "reserve / health | ledger µs CPU / hold | request runtime µs CPU / request |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for round_ in range(1, args.rounds + 1):
         for binary in binaries:
             for variant in variants:
-                health, reserve = run(binary, variant, args.secs)
+                health, reserve = run(binary, variant, args.secs, args.conns)
                 print(f"| {round_} | {binary} | {variant} | {health['rate']:,.0f} | {reserve['rate']:,.0f} | "
                       f"{reserve['ok_share']:.2f} | {reserve['p99_ms']:.1f} | "
-                      f"{reserve['rate'] / health['rate']:.3f} |", flush=True)
+                      f"{reserve['rate'] / health['rate']:.3f} | {reserve['ledger_us_per_hold']:.0f} | "
+                      f"{reserve['workers_us_per_request']:.0f} |", flush=True)
 
 
 if __name__ == "__main__":

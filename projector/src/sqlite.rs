@@ -144,9 +144,9 @@ fn placeholders(rows: usize, cols: usize) -> String {
 /// Writes one op. Inserts and updates say `OR ROLLBACK`: a batch is all or nothing anyway, and
 /// a multi-row statement that may only abort itself (SQLite's default) first copies every page
 /// it changes into a statement journal so it can be undone alone. Without that copy the ledger
-/// of a `serve` node spent 56-90 µs of CPU a hold instead of 85-98 under wrk's reserves (three
-/// interleaved pairs). A failed statement then ends the transaction, which fails the batch as
-/// before.
+/// of a `serve` node spent 56-90 µs of CPU a hold instead of 85-98 under wrk's reserves at 4
+/// connections (three interleaved pairs). A failed statement then ends the transaction, which
+/// fails the batch as before.
 async fn write_op(conn: &mut sqlx::SqliteConnection, op: &Op) -> Result<(), LedgerError> {
     match op {
         Op::Insert { table, rows } => {

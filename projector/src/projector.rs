@@ -70,12 +70,13 @@ impl Projector {
         }
     }
 
-    /// While following, starts a batch at most once per `every` as long as each batch finds
-    /// the end of the journal: an onsale appends hundreds of times a second, and a ledger
+    /// While following, starts a batch at most once per `every` as long as each batch reads up
+    /// to the end of the journal: an onsale appends hundreds of times a second, and a ledger
     /// transaction per append rewrites the same index pages each time (the SQLite ledger of a
     /// `serve` node took a quarter of its CPU during wrk's reserves). The first record after a
-    /// quiet spell is written at once, and a projector that is behind (full reads) does not
-    /// wait. Reads from the ledger may be this much more behind the journal under load.
+    /// quiet spell is written at once, and a projector that is behind (a read that stops short
+    /// of the end) does not wait. Reads from the ledger may be this much more behind the
+    /// journal under load.
     pub fn pacing(mut self, every: Duration) -> Self {
         self.pace = every;
         self
@@ -287,13 +288,17 @@ impl Projector {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     return Ok((next, false));
                 }
-                let full = read.records.len() >= self.batch;
-                self.apply(partition, next, &read, false).await.map(|to| (to, full))
+                // Whether this read took all there was when the loop looked: one that stopped
+                // short (the batch's size, or a Kafka consumer's prefetch) is followed at once.
+                let reached_end = read.next >= at_end;
+                self.apply(partition, next, &read, false)
+                    .await
+                    .map(|to| (to, reached_end))
             };
             match step.await {
-                Ok((to, full)) => {
+                Ok((to, reached_end)) => {
                     next = to;
-                    paced_until = (!full && !self.pace.is_zero()).then(|| started + self.pace);
+                    paced_until = (reached_end && !self.pace.is_zero()).then(|| started + self.pace);
                 }
                 Err(e) if let Some(stored) = moved(&e, partition, next) => next = stored,
                 Err(e @ (ProjectorError::Undecodable { .. } | ProjectorError::Gap { .. })) => {

@@ -220,7 +220,9 @@ impl SearchParams {
                 format!("from ({from}) is after to ({to})"),
             ));
         }
-        let available = match nonempty(self.available).as_deref().map(str::trim) {
+        // `available` and `page` are a boolean and an integer: given empty, they are refused like
+        // any other value that is not one (the text filters above may be left empty).
+        let available = match self.available.as_deref().map(str::trim) {
             None | Some("false") | Some("0") => false,
             Some("true") | Some("1") => true,
             Some(other) => {
@@ -231,7 +233,7 @@ impl SearchParams {
                 .with("parameter", "available"));
             }
         };
-        let page = match nonempty(self.page) {
+        let page = match self.page {
             None => 1,
             Some(raw) => match raw.trim().parse::<usize>() {
                 Ok(p) if (1..=MAX_PAGE).contains(&p) => p,
@@ -459,6 +461,13 @@ mod tests {
         assert_eq!(slug(with(|p| p.page = Some("two".into()))), "bad-page");
         assert_eq!(slug(with(|p| p.page = Some("0".into()))), "page-out-of-range");
         assert_eq!(slug(with(|p| p.page = Some("51".into()))), "page-out-of-range");
+        // A number or a boolean given empty is not one (schemathesis: `?page=` was answered 200).
+        assert_eq!(slug(with(|p| p.page = Some(String::new()))), "bad-page");
+        assert_eq!(slug(with(|p| p.page = Some(" ".into()))), "bad-page");
+        assert_eq!(slug(with(|p| p.available = Some(String::new()))), "bad-available");
+        // The text filters may be left empty, as a form sends them.
+        assert!(with(|p| p.city = Some(String::new())).check().is_ok());
+        assert!(with(|p| p.from = Some(" ".into())).check().is_ok());
     }
 
     #[test]

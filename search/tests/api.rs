@@ -144,6 +144,8 @@ async fn bad_searches_are_problems() {
         ),
         ("/search?q=bts&available=maybe".to_owned(), 400, "bad-available"),
         ("/search?q=bts&page=x".to_owned(), 400, "bad-page"),
+        ("/search?q=bts&page=".to_owned(), 400, "bad-page"),
+        ("/search?q=bts&available=".to_owned(), 400, "bad-available"),
         ("/search?q=bts&page=99".to_owned(), 422, "page-out-of-range"),
     ] {
         let (got, headers, body) = get(&app, &uri).await;

@@ -341,7 +341,8 @@ impl App {
             Role::Command | Role::Projector => None,
         };
         if let (Some(index), true) = (&search, projects_search) {
-            let start = frontrow_search::projector::start(index.clone(), journal.clone());
+            let every = std::time::Duration::from_millis(settings.projector_interval_ms);
+            let start = frontrow_search::projector::start(index.clone(), journal.clone(), every);
             let tasks = on_budget(budget.as_ref(), start)
                 .await?
                 .context("starting the search projector")?;

@@ -70,8 +70,9 @@ pub struct Settings {
     pub ledger_schema: String,
     /// Most events the ledger projector applies in one transaction.
     pub projector_batch: usize,
-    /// While the journal keeps growing, the ledger projector starts a transaction at most once
-    /// per this many milliseconds (the first after a quiet spell at once; 0: after every append).
+    /// While the journal keeps growing, the ledger projector starts a transaction and the search
+    /// projector writes its documents at most once per this many milliseconds per partition
+    /// (the first after a quiet spell at once; 0: after every append).
     pub projector_interval_ms: u64,
     /// How many `nice` steps below the request path a serving node runs its projections
     /// (0 to 19; 0: the same priority), see [`crate::budget`].
@@ -252,8 +253,8 @@ impl Default for Settings {
             search_typos: TyposChoice::Algolia,
             database_url: None,
             ledger_schema: "ledger".into(),
-            projector_batch: 1000,
-            projector_interval_ms: 100,
+            projector_batch: 10_000,
+            projector_interval_ms: 1000,
             projections_nice: 10,
             limits: frontrow_http::limits::Limits::default(),
             metrics: true,

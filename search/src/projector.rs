@@ -3,8 +3,8 @@
 //! One task per journal partition. Each applies the facts it reads to the events of its
 //! partition in memory (schedule, seat map, and each seat's state, so seats-left stays exact
 //! however holds, bookings and releases interleave), then writes one document per event they
-//! changed, with the partition's next offset, as one [`Batch`], at most once per
-//! [`WRITE_EVERY`]: a burst of ten thousand reservations on one event costs a document write
+//! changed, with the partition's next offset, as one [`Batch`], at most once per interval (the
+//! `projector_interval_ms` setting, shared with the ledger projector): a burst of ten thousand reservations on one event costs a document write
 //! or two, not ten thousand. Because the position is stored with the documents, a crash never
 //! skips or repeats a write: on start the task reads its stored position, replays the records
 //! before it into memory only (to know each seat's state), and continues writing from there.
@@ -176,14 +176,16 @@ impl PartitionState {
 }
 
 /// Projects one partition into `version` (the live one when `None`): restores from the stored
-/// position, then writes every batch. With `until`, returns once the position reaches it;
-/// otherwise follows until the journal closes. Returns the position reached.
+/// position, then writes what it reads, at most once per `every` (zero: every batch). With
+/// `until`, returns once the position reaches it; otherwise follows until the journal closes.
+/// Returns the position reached.
 pub async fn project_partition(
     index: Arc<dyn SearchIndex>,
     journal: Arc<dyn Journal>,
     partition: u32,
     version: Option<String>,
     until: Option<Offset>,
+    every: Duration,
 ) -> anyhow::Result<Offset> {
     let mut state = PartitionState::new(partition, journal.partitions());
     let stored = index
@@ -200,7 +202,6 @@ pub async fn project_partition(
     // Records before the stored position are replayed into memory only (seat states are not in
     // the index); from there on what they change is written, at most once per `every`.
     let mut follower = Follower::new(journal, "search", partition, 0, BATCH)?;
-    let every = if until.is_some() { Duration::ZERO } else { WRITE_EVERY };
     let mut pending = Pending::default();
     let mut backoff = Duration::from_millis(50);
     loop {
@@ -246,12 +247,6 @@ pub async fn project_partition(
         }
     }
 }
-
-/// How often, at most, a partition's projector writes to the live index while it follows the
-/// journal. An onsale appends hundreds of times a second; writing each append's changes was a
-/// commit of the index each time (ten or so `fdatasync`s of new segment files and a reload of
-/// its reader). Seats-left in search may be this much behind the seat map, which stays exact.
-pub const WRITE_EVERY: Duration = Duration::from_millis(500);
 
 /// What a partition's projector has read but not yet written.
 #[derive(Default)]
@@ -320,15 +315,22 @@ async fn write_with_retry(index: &dyn SearchIndex, version: Option<&str>, batch:
 }
 
 /// Starts one projector task per partition writing to the live version (created if there is
-/// none). The tasks run until the journal closes.
-pub async fn start(index: Arc<dyn SearchIndex>, journal: Arc<dyn Journal>) -> anyhow::Result<Vec<JoinHandle<()>>> {
+/// none), each at most once per `every` while the journal grows. An onsale appends hundreds of
+/// times a second; writing each append's changes was a commit of the index each time (ten or so
+/// `fdatasync`s of new segment files and a reload of its reader). Seats-left in search may be
+/// this much behind the seat map, which stays exact. The tasks run until the journal closes.
+pub async fn start(
+    index: Arc<dyn SearchIndex>,
+    journal: Arc<dyn Journal>,
+    every: Duration,
+) -> anyhow::Result<Vec<JoinHandle<()>>> {
     let live = index.ensure().await.context("opening the search index")?;
     info!(backend = index.backend(), version = %live, "search projector following the journal");
     Ok((0..journal.partitions())
         .map(|partition| {
             let (index, journal) = (index.clone(), journal.clone());
             tokio::spawn(async move {
-                match project_partition(index, journal, partition, None, None).await {
+                match project_partition(index, journal, partition, None, None, every).await {
                     Ok(at) => info!(partition, at, "search projector stopped"),
                     Err(e) => error!(partition, error = format!("{e:#}"), "search projector failed"),
                 }
@@ -362,6 +364,7 @@ pub async fn rebuild(index: Arc<dyn SearchIndex>, journal: Arc<dyn Journal>) -> 
             partition,
             Some(version.clone()),
             Some(end),
+            Duration::ZERO,
         )
         .await
         .with_context(|| format!("rebuilding from partition {partition}"))?;

@@ -179,9 +179,14 @@ async fn counted_projection(
         upserts: AtomicUsize::new(0),
     });
     let scratch = ScratchJournal::new(name, partitions);
-    let tasks = projector::start(index.clone(), scratch.journal.clone()).await.unwrap();
+    let tasks = projector::start(index.clone(), scratch.journal.clone(), WRITE_EVERY)
+        .await
+        .unwrap();
     (index, scratch, tasks)
 }
+
+/// How often the projectors these cases start write at most.
+const WRITE_EVERY: Duration = Duration::from_millis(500);
 
 /// Polls `index` until the event's document satisfies `want` (or panics after 30 s).
 async fn wait_for_doc(index: &dyn SearchIndex, event_id: EventId, want: impl Fn(&EventDoc) -> bool) -> EventDoc {
@@ -277,7 +282,9 @@ pub async fn sell_outs_reach_the_available_filter(h: &dyn Harness) {
     scratch
         .append(utrecht, vec![reserved(ReservationId::new(), &[3])])
         .await;
-    let tasks = projector::start(index.clone(), scratch.journal.clone()).await.unwrap();
+    let tasks = projector::start(index.clone(), scratch.journal.clone(), WRITE_EVERY)
+        .await
+        .unwrap();
     let doc = wait_for_doc(&*index, utrecht, |d| d.seats_left == 1).await;
     assert!(!doc.sold_out);
     scratch
@@ -315,7 +322,7 @@ pub async fn a_burst_of_appends_is_written_in_few_batches(h: &dyn Harness) {
     assert_eq!(doc.seats_left, 0);
     let writes = index.upserts.load(Ordering::SeqCst) - before;
     // At most one write per `WRITE_EVERY` while the appends went on, and one after them.
-    let bound = 2 + (appending.as_millis() / projector::WRITE_EVERY.as_millis()) as usize;
+    let bound = 2 + (appending.as_millis() / WRITE_EVERY.as_millis()) as usize;
     assert!(
         writes <= bound && writes < usize::from(seats),
         "{writes} writes for {seats} appends made in {appending:?}"

@@ -7,8 +7,9 @@
 //! customers by a signed bearer token. [`limits`] works out the client's address and keeps
 //! request rates per customer and per address. [`observe`] gives every request its id, span
 //! and metrics. [`admission`] verifies the waiting room's admission tokens, [`openapi`] holds
-//! what the API description of every problem shares, and [`strict`] makes struct bodies JSON objects only
-//! (serde would also take an array, matched by position).
+//! what the API description of every problem shares, [`read_after`] the read-your-writes
+//! parameters, and [`strict`] makes struct bodies JSON objects only (serde would also take an
+//! array, matched by position).
 
 pub mod admission;
 pub mod auth;
@@ -18,6 +19,7 @@ pub mod limits;
 pub mod observe;
 pub mod openapi;
 mod problem;
+pub mod read_after;
 pub mod strict;
 
 pub use conditional::{IfNoneMatch, NotModified, none_match};

@@ -88,9 +88,9 @@ pub const READ_AFTER: &[Cause] = &[
     ),
     Cause::new(
         503,
-        "`position-not-visible`: this node has not applied the position `after` names yet (it waited \
-         `wait_ms`); the body's `position` repeats it. Retry after `Retry-After` seconds, or ask \
-         another node",
+        "`position-not-visible`: this node (for `/me/bookings` and `/sales`: the ledger) has not \
+         applied the position `after` names yet (it waited `wait_ms`); the body's `position` repeats \
+         it. Retry after `Retry-After` seconds, or ask another node",
     ),
 ];
 

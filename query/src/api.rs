@@ -10,7 +10,6 @@
 //! that position, and answers `503` with `Retry-After` if it does not in time.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -19,6 +18,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
+use frontrow_http::read_after::{ReadAfter, not_visible};
 use frontrow_http::{ApiPath, ApiQuery, IfNoneMatch, NotModified, Problem, none_match};
 use frontrow_journal::Position;
 use frontrow_schema::EventId;
@@ -37,10 +37,6 @@ use crate::views::{
 /// Short because seats move fast; `stale-while-revalidate` lets a CDN answer a peak from its
 /// copy while it fetches the next version.
 pub const CACHE_CONTROL_VALUE: &str = "public, max-age=1, stale-while-revalidate=5";
-/// How long `?after=` waits when the client does not say.
-pub const DEFAULT_WAIT_MS: u64 = 2_000;
-/// The longest `?after=` may wait.
-pub const MAX_WAIT_MS: u64 = 10_000;
 /// The query side's OpenAPI description.
 #[derive(OpenApi)]
 #[openapi(
@@ -77,56 +73,15 @@ pub fn router_with_streams(catalog: Arc<Catalog>, streams: Arc<StreamSlots>) -> 
         .layer(axum::Extension(streams))
 }
 
-/// Read-your-writes: answer only once a position the client wrote is visible here.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ReadAfter {
-    /// A log position from a command response (`PARTITION:OFFSET`): answer only once this node
-    /// has applied it, waiting up to `wait_ms`; `503` with `Retry-After` if it has not by then.
-    #[param(example = "3:1207", pattern = r"^[0-9]+:[0-9]+$")]
-    after: Option<String>,
-    /// How long to wait for `after`, in milliseconds (0 to 10000, default 2000).
-    #[param(minimum = 0, maximum = 10000, default = 2000)]
-    wait_ms: Option<u64>,
-}
-
-impl ReadAfter {
-    /// Waits for `after`, if given.
-    pub(crate) async fn wait(&self, catalog: &Catalog) -> Result<(), Problem> {
-        let wait_ms = self.wait_ms.unwrap_or(DEFAULT_WAIT_MS);
-        if wait_ms > MAX_WAIT_MS {
-            return Err(Problem::bad_request(
-                "bad-query",
-                format!("wait_ms must be 0 to {MAX_WAIT_MS}, not {wait_ms}"),
-            ));
-        }
-        let Some(after) = &self.after else {
-            return Ok(());
-        };
-        let position: Position = after
-            .parse()
-            .map_err(|e: String| Problem::bad_request("bad-position", e))?;
-        if position.partition >= catalog.partitions() {
-            return Err(Problem::bad_request(
-                "bad-position",
-                format!(
-                    "the journal has no partition {} (it has {})",
-                    position.partition,
-                    catalog.partitions()
-                ),
-            ));
-        }
-        if catalog.wait_for(position, Duration::from_millis(wait_ms)).await {
-            Ok(())
-        } else {
-            Err(Problem::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "position-not-visible",
-                format!("this node has not applied position {position} yet; try again"),
-            )
-            .with("position", position.to_string())
-            .retry_after(1))
-        }
+/// Waits until `catalog` has applied `read`'s position, if it names one.
+pub(crate) async fn wait(read: &ReadAfter, catalog: &Catalog) -> Result<(), Problem> {
+    let Some((position, wait)) = read.target(catalog.partitions())? else {
+        return Ok(());
+    };
+    if catalog.wait_for(position, wait).await {
+        Ok(())
+    } else {
+        Err(not_visible(position, "this node"))
     }
 }
 
@@ -252,7 +207,7 @@ async fn list_events(
     State(catalog): State<Arc<Catalog>>,
     ApiQuery(read): ApiQuery<ReadAfter>,
 ) -> Result<Response, Problem> {
-    read.wait(&catalog).await?;
+    wait(&read, &catalog).await?;
     let list = EventList {
         events: catalog.events(),
     };
@@ -286,7 +241,7 @@ async fn event_details(
     ApiQuery(read): ApiQuery<ReadAfter>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    read.wait(&catalog).await?;
+    wait(&read, &catalog).await?;
     let (version, details) = catalog
         .with_event(&event_id, |e| (e.position(), e.details()))
         .ok_or_else(|| unknown_event(&event_id))?;
@@ -326,7 +281,7 @@ async fn availability(
         after: query.after,
         wait_ms: query.wait_ms,
     };
-    read.wait(&catalog).await?;
+    wait(&read, &catalog).await?;
     let Some(at) = at else {
         return live_availability(&catalog, &event_id, &headers);
     };
@@ -385,7 +340,7 @@ mod tests {
             partition: 0,
             offset: 0,
         };
-        assert!(catalog.wait_for(applied, Duration::from_secs(10)).await);
+        assert!(catalog.wait_for(applied, std::time::Duration::from_secs(10)).await);
         (catalog, event)
     }
 

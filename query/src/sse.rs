@@ -53,11 +53,12 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::ObjectBuilder;
 use utoipa::openapi::{Ref, RefOr};
 
-use crate::api::ReadAfter;
+use crate::api::wait;
 use crate::catalog::{Catalog, DELTA_BACKLOG, SeatChange, SeatDelta};
 use crate::queue::LiveStatus;
 use crate::replays::{Replayer, replay_permit};
 use crate::streams::{StreamOwner, StreamSlot, StreamSlots};
+use frontrow_http::read_after::ReadAfter;
 
 /// How often an idle stream sends a keep-alive comment.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
@@ -233,7 +234,7 @@ pub(crate) async fn my_queue_status(
     ApiPath(event_id): ApiPath<EventId>,
     ApiQuery(read): ApiQuery<ReadAfter>,
 ) -> Result<Response, Problem> {
-    read.wait(&catalog).await?;
+    wait(&read, &catalog).await?;
     let (_, status) =
         queue_status(&catalog, &auth, event_id, &customer).ok_or_else(|| not_in_queue(&catalog, &event_id))?;
     Ok(axum::Json(status).into_response())
@@ -314,7 +315,7 @@ pub(crate) async fn my_queue_stream(
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let last = last_event_id(&headers, &resume, &catalog, &event_id)?;
-    read.wait(&catalog).await?;
+    wait(&read, &catalog).await?;
     if queue_status(&catalog, &auth, event_id, &customer).is_none() {
         return Err(not_in_queue(&catalog, &event_id));
     }

@@ -472,7 +472,7 @@ impl App {
             router = router.merge(frontrow_search::router(search.clone()));
         }
         if let (Some(ledger), true) = (&self.ledger, self.role != Role::Projector) {
-            router = router.merge(frontrow_projector::router(ledger.clone()));
+            router = router.merge(frontrow_projector::router(ledger.clone(), self.journal.partitions()));
         }
         if self.settings.metrics {
             router = router.route("/metrics", get(crate::metrics::scrape));

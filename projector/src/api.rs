@@ -1,19 +1,23 @@
 //! The ledger's read API: a customer's bookings and an event's sales.
 //!
 //! These are served from the ledger, so they lag the journal by the projector's last batch (and,
-//! while the journal keeps growing, by up to its pace: [`crate::Projector::pacing`]).
+//! while the journal keeps growing, by up to its pace: [`crate::Projector::pacing`]). A client
+//! that has just written reads its write with `?after=` the command's position: the answer waits
+//! until the ledger has applied it (see [`frontrow_http::read_after`]).
 //! Sales belong to the event's organizer (`X-Api-Key`). A seat's history
 //! (`/events/{event_id}/seats/{seat}/history`) is served from the log by the query role
 //! (`frontrow_analytics::api`); the ledger keeps its `seat_history` table for its own reports
 //! and for checking the two agree ([`LedgerReads::seat_history`]).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use frontrow_http::auth::{Customer, Organizer};
-use frontrow_http::{ApiPath, Problem};
+use frontrow_http::read_after::{ReadAfter, not_visible};
+use frontrow_http::{ApiPath, ApiQuery, Problem};
 use frontrow_schema::{EventId, OrganizerId};
 use utoipa::OpenApi;
 
@@ -29,12 +33,51 @@ use crate::rows::{Ty, Val};
 )]
 pub struct LedgerApi;
 
-/// The ledger's read API over `ledger`. Needs the `Auth` extension layer of the app.
-pub fn router(ledger: Arc<dyn Ledger>) -> Router {
+/// The ledger's read API over `ledger`, which projects a journal of `partitions` partitions.
+/// Needs the `Auth` extension layer of the app.
+pub fn router(ledger: Arc<dyn Ledger>, partitions: u32) -> Router {
     Router::new()
         .route("/me/bookings", get(my_bookings))
         .route("/events/{event_id}/sales", get(event_sales))
-        .with_state(ledger)
+        .with_state(Reads { ledger, partitions })
+}
+
+#[derive(Clone)]
+struct Reads {
+    ledger: Arc<dyn Ledger>,
+    partitions: u32,
+}
+
+/// The longest pause between two looks at the ledger's positions while a read waits.
+const MAX_LOOK_EVERY: Duration = Duration::from_millis(200);
+
+impl Reads {
+    /// Waits until the ledger has applied `read`'s position, if it names one. The ledger may be
+    /// written by another process, so its stored positions are read again: after 10 ms, then
+    /// twice as long each time up to [`MAX_LOOK_EVERY`] (a 10 s wait looks about 55 times).
+    async fn wait(&self, read: &ReadAfter) -> Result<(), Problem> {
+        let Some((position, wait)) = read.target(self.partitions)? else {
+            return Ok(());
+        };
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let applied = self.ledger.positions().await.map_err(Problem::internal)?;
+            // A stored position is the next offset to apply.
+            if applied
+                .get(&position.partition)
+                .is_some_and(|&next| next > position.offset)
+            {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Err(not_visible(position, "the ledger"));
+            }
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(MAX_LOOK_EVERY);
+        }
+    }
 }
 
 /// Whether `organizer` may read `event`: `404` when the ledger has no such event, `403` when
@@ -57,15 +100,16 @@ async fn owned(ledger: &dyn Ledger, event: EventId, organizer: &OrganizerId) -> 
 
 frontrow_http::problems! {
     /// What reading one's bookings refuses with.
-    BookingsProblems = [CUSTOMER_TOKEN];
+    BookingsProblems = [CUSTOMER_TOKEN, READ_AFTER];
     /// What reading an event's sales refuses with.
     SalesProblems = [ORGANIZER_KEY, OTHER_ORGANIZER,
-        &[Cause::new(404, "`not-found`: no such event in the ledger (it may not have caught up yet), or a path id that does not parse")]];
+        &[Cause::new(404, "`not-found`: no such event in the ledger (it may not have caught up yet), or a path id that does not parse")], READ_AFTER];
 }
 
 /// The calling customer's bookings, newest first, including cancelled ones.
 #[utoipa::path(
     get, path = "/me/bookings", tag = "ledger",
+    params(ReadAfter),
     security(("customer_token" = [])),
     responses(
         (status = 200, description = "The customer's bookings", body = CustomerBookings),
@@ -74,10 +118,16 @@ frontrow_http::problems! {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn my_bookings(
-    State(ledger): State<Arc<dyn Ledger>>,
+    State(reads): State<Reads>,
     Customer(customer): Customer,
+    ApiQuery(read): ApiQuery<ReadAfter>,
 ) -> Result<Json<CustomerBookings>, Problem> {
-    let bookings = ledger.customer_bookings(&customer).await.map_err(Problem::internal)?;
+    reads.wait(&read).await?;
+    let bookings = reads
+        .ledger
+        .customer_bookings(&customer)
+        .await
+        .map_err(Problem::internal)?;
     Ok(Json(CustomerBookings {
         customer: customer.to_string(),
         bookings,
@@ -88,7 +138,7 @@ async fn my_bookings(
 /// releases, refunds and revenue.
 #[utoipa::path(
     get, path = "/events/{event_id}/sales", tag = "ledger",
-    params(("event_id" = EventId, Path, description = "The event")),
+    params(("event_id" = EventId, Path, description = "The event"), ReadAfter),
     security(("organizer_key" = [])),
     responses(
         (status = 200, description = "The event's sales", body = EventSales),
@@ -97,11 +147,14 @@ async fn my_bookings(
 )]
 #[tracing::instrument(level = "debug", skip_all, fields(%event_id))]
 async fn event_sales(
-    State(ledger): State<Arc<dyn Ledger>>,
+    State(reads): State<Reads>,
     ApiPath(event_id): ApiPath<EventId>,
     Organizer(organizer): Organizer,
+    ApiQuery(read): ApiQuery<ReadAfter>,
 ) -> Result<Json<EventSales>, Problem> {
-    owned(ledger.as_ref(), event_id, &organizer).await?;
+    reads.wait(&read).await?;
+    let ledger = reads.ledger.as_ref();
+    owned(ledger, event_id, &organizer).await?;
     ledger
         .event_sales(event_id)
         .await

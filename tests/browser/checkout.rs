@@ -83,7 +83,16 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_and_sees_the_book
     let amount = b.text("#confirmation-amount").await.unwrap_or_default();
     b.screenshot("checkout-5-confirmed").await?;
 
-    b.goto(&app.url("/me")).await?;
+    // The confirmation's link names the payment's position, so "My bookings" waits until the
+    // ledger (written at most once a second under load) lists the booking.
+    let link = b.attr("#my-bookings-link", "href").await?.unwrap_or_default();
+    b.check(
+        "checkout-my-bookings-link",
+        link.contains("/me?after="),
+        format!("the confirmation links to {link:?}"),
+    )
+    .await?;
+    b.click("#my-bookings-link").await?;
     let row = format!("#bookings .booking[data-reservation-id=\"{booking}\"]");
     let text = shown_text(&b, &row).await?;
     b.check(

@@ -29,6 +29,10 @@ pub struct WebhookAnswer {
     /// The reservation's status after this delivery.
     #[schema(value_type = Option<String>)]
     pub reservation_status: Option<Cow<'static, str>>,
+    /// Log position (`partition:offset`) of what this delivery recorded, or for a duplicate the
+    /// newest durable one of the event's partition: `?after=` on `/me/bookings` shows the
+    /// booking. Absent for an ignored event type.
+    pub position: Option<String>,
 }
 
 frontrow_http::problems! {
@@ -77,6 +81,7 @@ pub(super) async fn payment_webhook(
                 received: true,
                 outcome: "ignored".into(),
                 reservation_status: None,
+                position: None,
             }));
         }
     };
@@ -132,5 +137,6 @@ pub(super) async fn payment_webhook(
         received: true,
         outcome: answer.into(),
         reservation_status: outcome.reservation.map(|r| r.status),
+        position: outcome.position.map(|p| p.to_string()),
     }))
 }

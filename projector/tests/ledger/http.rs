@@ -31,6 +31,19 @@ async fn get(app: &Router, path: &str, header: Option<(&str, String)>) -> (Statu
     (status, ct, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
+/// The ledger API over `ledger` (of a two-partition journal) with organizers `acme` and `other`.
+fn app(ledger: &Arc<dyn Ledger>) -> (Router, Arc<Auth>) {
+    let auth = Arc::new(Auth::new(
+        SecretString::from("secret"),
+        [
+            (OrganizerId::parse("acme").unwrap(), SecretString::from("acme-key")),
+            (OrganizerId::parse("other").unwrap(), SecretString::from("other-key")),
+        ],
+    ));
+    let app = frontrow_projector::router(ledger.clone(), 2).layer(Extension(auth.clone()));
+    (app, auth)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bookings_and_sales_over_http() {
     let (_journal_dir, g) = generated(2, 2, 600, 9).await;
@@ -40,14 +53,7 @@ async fn bookings_and_sales_over_http() {
         .catch_up()
         .await
         .unwrap();
-    let auth = Arc::new(Auth::new(
-        SecretString::from("secret"),
-        [
-            (OrganizerId::parse("acme").unwrap(), SecretString::from("acme-key")),
-            (OrganizerId::parse("other").unwrap(), SecretString::from("other-key")),
-        ],
-    ));
-    let app = frontrow_projector::router(ledger.clone()).layer(Extension(auth.clone()));
+    let (app, auth) = app(&ledger);
     let now = chrono::Utc::now();
     let fan = CustomerId::parse("fan3").unwrap();
     let token = auth.mint(&fan, now, now + chrono::Duration::minutes(5));
@@ -102,6 +108,85 @@ async fn bookings_and_sales_over_http() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     let history = ledger.seat_history(event, &seat).await.unwrap().unwrap();
     assert_eq!(history.history[0].kind, "held");
+}
+
+/// `?after=` a position answers once the ledger has applied it: not before (a read waiting for
+/// it is still waiting while nothing projects), and with everything up to it once the projector
+/// has caught up; a wait that ends first is a `503` with `Retry-After`, a bad position a `400`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_after_a_position_waits_until_the_ledger_has_applied_it() {
+    let (_journal_dir, g) = generated(2, 2, 300, 11).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger: Arc<dyn Ledger> = Arc::new(SqliteLedger::open(dir.path()).await.unwrap());
+    let (app, auth) = app(&ledger);
+    let now = chrono::Utc::now();
+    let acme = g.states().find(|s| s.info.organizer.as_str() == "acme").unwrap();
+    let event = acme.event_id();
+    let partition = frontrow_schema::partition::partition_of(&event, 2);
+    let last = g.journal.end_offset(partition).await.unwrap() - 1;
+    let key = || Some(("x-api-key", "acme-key".to_owned()));
+
+    // Nothing projected yet: a short wait ends in a 503 that names the position.
+    let (status, ct, body) = get(
+        &app,
+        &format!("/events/{event}/sales?after={partition}:{last}&wait_ms=50"),
+        key(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(ct, "application/problem+json");
+    assert_eq!(body["type"], "urn:frontrow:problem:position-not-visible");
+    assert_eq!(body["position"], format!("{partition}:{last}"));
+    assert_eq!(body["retry_after"], 1);
+
+    // A read that waits long enough answers once the projector has caught up, with the event.
+    let waiting = {
+        let app = app.clone();
+        let path = format!("/events/{event}/sales?after={partition}:{last}&wait_ms=10000");
+        tokio::spawn(async move { get(&app, &path, key()).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the read answered before the ledger had the position"
+    );
+    Projector::new(g.journal.clone(), ledger.clone(), 100)
+        .catch_up()
+        .await
+        .unwrap();
+    let (status, _, sales) = waiting.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{sales}");
+    assert_eq!(
+        sales["total"]["booked_now"].as_i64().unwrap() as u32,
+        acme.counts.booked
+    );
+
+    // Bookings take it too; once applied, the answer is at once.
+    let fan = CustomerId::parse("fan3").unwrap();
+    let bearer = Some((
+        "authorization",
+        format!("Bearer {}", auth.mint(&fan, now, now + chrono::Duration::minutes(5))),
+    ));
+    let (status, _, body) = get(
+        &app,
+        &format!("/me/bookings?after={partition}:{last}&wait_ms=0"),
+        bearer.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["customer"], "fan3");
+
+    // What is refused, and how.
+    for (query, problem) in [
+        ("after=2:0", "bad-position"),
+        ("after=0:x", "bad-position"),
+        ("after=-1:3", "bad-position"),
+        ("after=0:0&wait_ms=10001", "bad-query"),
+    ] {
+        let (status, _, body) = get(&app, &format!("/me/bookings?{query}"), bearer.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+        assert_eq!(body["type"], format!("urn:frontrow:problem:{problem}"), "{query}");
+    }
 }
 
 #[test]

@@ -84,8 +84,11 @@ export function createCheckout({ eventId, details, map, admission }) {
     $('pay-button').focus();
   }
 
-  function showConfirmation(reservation) {
+  /** The booked panel; `position` (the payment's, for `?after=`) makes "See all my bookings" wait
+   * until the ledger shows this booking. */
+  function showConfirmation(reservation, position) {
     stop();
+    $('my-bookings-link').href = position ? `/me?after=${encodeURIComponent(position)}` : '/me';
     $('booking-id').textContent = reservation.reservation_id;
     seatList($('confirmation-seats'), reservation.seats, null);
     $('confirmation-amount').textContent = money(reservation.amount.amount, reservation.amount.currency);
@@ -163,14 +166,14 @@ export function createCheckout({ eventId, details, map, admission }) {
       // Keyed, so pressing Pay again after a lost answer delivers the same payment, not a second.
       const answer = await post('/demo/payments', { event_id: eventId, reservation_id: h.reservation_id }, { headers: { 'Idempotency-Key': `pay-${h.reservation_id}` }, onRetry: retryNotice });
       if (answer.reservation_status === 'booked') {
-        showConfirmation(h);
+        showConfirmation(h, answer.position);
         showMessage('Payment received — your seats are booked.', { tone: 'ok', problem: '' });
       } else if (answer.outcome === 'refunded') {
         stop();
         showMessage('Your hold had ended and the seats were taken before the payment arrived, so the payment was refunded.', { problem: 'payment-refunded' });
       } else {
         const current = await get(`/events/${eventId}/reservations/${h.reservation_id}`);
-        if (current.status === 'booked') showConfirmation(current);
+        if (current.status === 'booked') showConfirmation(current, current.position);
         else {
           stop();
           showMessage('The payment did not go through and your seats were released.', { problem: 'payment-failed' });
@@ -201,7 +204,7 @@ export function createCheckout({ eventId, details, map, admission }) {
     try {
       const r = await get(`/events/${eventId}/reservations/${saved.reservation_id}`);
       if (r.status === 'held' && new Date(r.hold_until) > Date.now()) showHold(r);
-      else if (r.status === 'booked') showConfirmation(r);
+      else if (r.status === 'booked') showConfirmation(r, r.position);
       else {
         keep(key, null);
         if (r.status === 'expired') showMessage('Your hold ended and your seats were released. You can pick seats again.', { problem: 'hold-expired' });

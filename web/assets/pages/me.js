@@ -1,5 +1,6 @@
 // `/me`: the signed-in fan's bookings (GET /me/bookings), newest first, with cancel (refund)
-// while the event has not started.
+// while the event has not started. `/me?after=PARTITION:OFFSET` (the link after a payment) asks
+// the ledger to answer only once it has applied that position, so a booking just made is listed.
 
 import { get, post } from '../lib/api.js';
 import { el, money, newKey, seatName, when } from '../lib/format.js';
@@ -8,6 +9,7 @@ import { onChange, signedIn } from '../lib/session.js';
 
 const list = document.getElementById('bookings');
 const status = document.getElementById('bookings-status');
+const after = new URLSearchParams(location.search).get('after');
 
 function booking(b, reload) {
   const cancelled = b.status === 'cancelled';
@@ -52,7 +54,7 @@ async function load() {
   }
   status.textContent = 'Loading your bookings…';
   try {
-    const answer = await get('/me/bookings');
+    const answer = await get(after ? `/me/bookings?after=${encodeURIComponent(after)}&wait_ms=5000` : '/me/bookings');
     const items = answer.bookings.map((b) => booking(b, load));
     list.replaceChildren(...items);
     if (!items.length) list.append(el('p', { className: 'empty' }, 'No bookings yet. ', el('a', { href: '/' }, 'Find something to go to.')));

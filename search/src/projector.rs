@@ -4,10 +4,11 @@
 //! partition in memory (schedule, seat map, and each seat's state, so seats-left stays exact
 //! however holds, bookings and releases interleave), then writes one document per event they
 //! changed, with the partition's next offset, as one [`Batch`], at most once per interval (the
-//! `projector_interval_ms` setting, shared with the ledger projector): a burst of ten thousand reservations on one event costs a document write
-//! or two, not ten thousand. Because the position is stored with the documents, a crash never
-//! skips or repeats a write: on start the task reads its stored position, replays the records
-//! before it into memory only (to know each seat's state), and continues writing from there.
+//! `projector_interval_ms` setting, shared with the ledger projector): a burst of ten thousand
+//! reservations on one event costs a document write or two, not ten thousand. Because the
+//! position is stored with the documents, a crash never skips or repeats a write: on start the
+//! task reads its stored position, replays the records before it into memory only (to know each
+//! seat's state), and continues writing from there.
 //!
 //! [`rebuild`] projects the whole journal into a fresh version and swaps the alias to it.
 

@@ -1,5 +1,6 @@
 //! The whole purchase as a fan makes it: search with a typo, open the event, pick two seats by
-//! clicking the canvas, hold, pay (simulated provider), see the booking on "My bookings".
+//! clicking the canvas, hold, pay (simulated provider), see the booking on "My bookings", and
+//! cancel it there.
 
 use frontrow_browser::Viewport;
 use serde_json::json;
@@ -8,7 +9,7 @@ use crate::support::*;
 
 #[tokio::test]
 #[ignore = "needs chromium: run the README's test command"]
-async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_and_sees_the_booking() -> anyhow::Result<()> {
+async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_sees_the_booking_and_cancels_it() -> anyhow::Result<()> {
     let (scene, event) = Scene::with_event(|body| {
         body["title"] = json!("Arctic Monkeys: The Car Tour");
         body["artist"] = json!("Arctic Monkeys");
@@ -102,5 +103,31 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_and_sees_the_book
     )
     .await?;
     b.screenshot("checkout-6-my-bookings").await?;
+
+    // Cancel from "My bookings": the row says so at once and the seats are for sale again; the
+    // list the page reads back 1.5 s later (`?after=` the cancellation) still says so.
+    b.js("window.confirm = () => true;", vec![]).await?;
+    b.click(&format!("{row} .cancel-button")).await?;
+    let cancelled = format!("{row} .booking-status[data-status=\"cancelled\"]");
+    b.wait_for(&cancelled, WAIT).await?;
+    for seat in ["A-1-3", "A-1-4"] {
+        api_wait_letter(app, event, seat, 'A').await?;
+    }
+    // The count is written by the read-back only: "0 bookings" means the list came again.
+    b.wait_for_text("#bookings-status", "0 bookings", WAIT).await?;
+    b.wait_for(&cancelled, WAIT).await?;
+    let button_gone = b
+        .js(
+            "return document.querySelector(arguments[0]) === null;",
+            vec![json!(format!("{row} .cancel-button"))],
+        )
+        .await?;
+    b.check(
+        "checkout-cancelled",
+        button_gone == json!(true),
+        "the cancelled booking still offers to cancel",
+    )
+    .await?;
+    b.screenshot("checkout-7-cancelled").await?;
     scene.finish([b]).await
 }

@@ -29,13 +29,14 @@ function booking(b, reload) {
       if (!confirm(`Cancel your booking for ${b.title}? Your ${b.seats.length} seat${b.seats.length === 1 ? '' : 's'} go back on sale and you get a refund.`)) return;
       button.disabled = true;
       try {
-        await post(`/events/${b.event_id}/reservations/${b.reservation_id}/cancel`, undefined, { headers: { 'Idempotency-Key': key }, onRetry: retryNotice });
+        const refund = await post(`/events/${b.event_id}/reservations/${b.reservation_id}/cancel`, undefined, { headers: { 'Idempotency-Key': key }, onRetry: retryNotice });
         showMessage(`Booking cancelled: ${money(b.amount, b.currency)} will be refunded.`, { tone: 'ok', problem: '' });
         item.classList.add('booking-cancelled');
         item.querySelector('.booking-status').textContent = 'Cancelled and refunded';
         item.querySelector('.booking-status').dataset.status = 'cancelled';
         button.remove();
-        setTimeout(reload, 1500);
+        // Read back once the ledger has the cancellation, so the list does not show it booked again.
+        setTimeout(() => reload(refund?.position), 1500);
       } catch (e) {
         button.disabled = false;
         showProblem(e);
@@ -46,7 +47,8 @@ function booking(b, reload) {
   return item;
 }
 
-async function load() {
+/** Shows the bookings; `position` (`PARTITION:OFFSET`) waits until the ledger has applied it. */
+async function load(position = after) {
   if (!signedIn()) {
     list.replaceChildren(el('p', { className: 'empty' }, 'Sign in (at the top of the page) to see your bookings.'));
     status.textContent = '';
@@ -54,7 +56,7 @@ async function load() {
   }
   status.textContent = 'Loading your bookings…';
   try {
-    const answer = await get(after ? `/me/bookings?after=${encodeURIComponent(after)}&wait_ms=5000` : '/me/bookings');
+    const answer = await get(position ? `/me/bookings?after=${encodeURIComponent(position)}&wait_ms=5000` : '/me/bookings');
     const items = answer.bookings.map((b) => booking(b, load));
     list.replaceChildren(...items);
     if (!items.length) list.append(el('p', { className: 'empty' }, 'No bookings yet. ', el('a', { href: '/' }, 'Find something to go to.')));

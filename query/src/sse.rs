@@ -41,6 +41,7 @@ use chrono::{DateTime, Utc};
 use frontrow_http::auth::{Auth, Customer, StreamCustomer};
 use frontrow_http::limits::ClientAddr;
 use frontrow_http::openapi::{Cause, sse_events, sse_response};
+use frontrow_http::read_after::ReadAfter;
 use frontrow_http::{ApiPath, ApiQuery, Problem};
 use frontrow_journal::Position;
 use frontrow_schema::partition::partition_of;
@@ -58,7 +59,6 @@ use crate::catalog::{Catalog, DELTA_BACKLOG, SeatChange, SeatDelta};
 use crate::queue::LiveStatus;
 use crate::replays::{Replayer, replay_permit};
 use crate::streams::{StreamOwner, StreamSlot, StreamSlots};
-use frontrow_http::read_after::ReadAfter;
 
 /// How often an idle stream sends a keep-alive comment.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);

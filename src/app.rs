@@ -341,8 +341,8 @@ impl App {
             Role::Command | Role::Projector => None,
         };
         if let (Some(index), true) = (&search, projects_search) {
-            let every = std::time::Duration::from_millis(settings.projector_interval_ms);
-            let start = frontrow_search::projector::start(index.clone(), journal.clone(), every);
+            let start =
+                frontrow_search::projector::start(index.clone(), journal.clone(), settings.projector_interval());
             let tasks = on_budget(budget.as_ref(), start)
                 .await?
                 .context("starting the search projector")?;
@@ -363,7 +363,7 @@ impl App {
         let ledger_projector = match (&ledger, projects_ledger) {
             (Some(ledger), true) => {
                 let (journal, ledger, batch) = (journal.clone(), ledger.clone(), settings.projector_batch);
-                let pace = std::time::Duration::from_millis(settings.projector_interval_ms);
+                let pace = settings.projector_interval();
                 let spawn = async move { frontrow_projector::spawn(journal, ledger, batch, pace) };
                 Some(on_budget(budget.as_ref(), spawn).await?)
             }

@@ -323,6 +323,11 @@ impl Settings {
         );
         Ok(settings)
     }
+
+    /// How often, at most, the ledger and search projectors write while the journal grows.
+    pub fn projector_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.projector_interval_ms)
+    }
 }
 
 #[cfg(test)]

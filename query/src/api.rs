@@ -344,8 +344,13 @@ mod tests {
         (catalog, event)
     }
 
+    /// Held by the tests that take places among the process's replays ([`crate::replays::REPLAYS`]):
+    /// tests run in parallel, and one that fills the places must not see another give one back.
+    static REPLAY_PLACES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
     #[tokio::test]
     async fn past_maps_beyond_the_replay_limit_are_refused_not_queued() {
+        let _places = REPLAY_PLACES.lock().await;
         let dir = tempfile::tempdir().unwrap();
         let (catalog, event) = catalog_with_one_event(dir.path()).await;
         let ask = || {
@@ -364,6 +369,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_seat_stream_resumes_after_the_last_offset_there_can_be() {
+        let _places = REPLAY_PLACES.lock().await;
         let dir = tempfile::tempdir().unwrap();
         let (catalog, event) = catalog_with_one_event(dir.path()).await;
         let resume = |offset: u64| {

@@ -82,6 +82,7 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_sees_the_booking_
         wait_status(&b, "checkout-booked", seat, "B", WAIT).await?;
     }
     let amount = b.text("#confirmation-amount").await.unwrap_or_default();
+    let first_seat = b.text("#confirmation-seats li").await?;
     b.screenshot("checkout-5-confirmed").await?;
 
     // The confirmation's link names the payment's position, so "My bookings" waits until the
@@ -102,6 +103,14 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_sees_the_booking_
         format!("the booking shows no amount of 200: {text:?} (confirmation said {amount:?})"),
     )
     .await?;
+    // The seats are named as the confirmation named them: by the section's name on the map.
+    b.check(
+        "checkout-seat-names",
+        !first_seat.trim().is_empty() && text.contains(first_seat.trim()),
+        format!("the booking {text:?} does not name the confirmation's seat {first_seat:?}"),
+    )
+    .await?;
+    b.wait_for_text("#bookings-status", "1 booking", WAIT).await?;
     b.screenshot("checkout-6-my-bookings").await?;
 
     // Cancel from "My bookings": the row says so at once and the seats are for sale again; the
@@ -113,8 +122,9 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_sees_the_booking_
     for seat in ["A-1-3", "A-1-4"] {
         api_wait_letter(app, event, seat, 'A').await?;
     }
-    // The count is written by the read-back only: "0 bookings" means the list came again.
-    b.wait_for_text("#bookings-status", "0 bookings", WAIT).await?;
+    // The count is written by the read-back only: "1 cancelled booking" (it said "1 booking"
+    // before) means the list came again.
+    b.wait_for_text("#bookings-status", "1 cancelled booking", WAIT).await?;
     b.wait_for(&cancelled, WAIT).await?;
     let button_gone = b
         .js(

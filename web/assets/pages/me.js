@@ -1,6 +1,8 @@
 // `/me`: the signed-in fan's bookings (GET /me/bookings), newest first, with cancel (refund)
 // while the event has not started. `/me?after=PARTITION:OFFSET` (the link after a payment) asks
 // the ledger to answer only once it has applied that position, so a booking just made is listed.
+// Seats are named by their section's name on the event's map, as the checkout named them (the
+// ledger keeps section codes only); an event whose map cannot be read shows the codes.
 
 import { get, post } from '../lib/api.js';
 import { el, money, newKey, seatName, when } from '../lib/format.js';
@@ -11,13 +13,36 @@ const list = document.getElementById('bookings');
 const status = document.getElementById('bookings-status');
 const after = new URLSearchParams(location.search).get('after');
 
-function booking(b, reload) {
+/** Each event's section names (code → name), one read of `GET /events/{id}` per event. */
+async function sectionNames(bookings) {
+  const ids = [...new Set(bookings.map((b) => b.event_id))];
+  const maps = await Promise.all(ids.map(async (id) => {
+    try {
+      const details = await get(`/events/${id}`, { auth: false });
+      return [id, new Map(details.seat_map.sections.map((s) => [s.code, s.name]))];
+    } catch {
+      return [id, null];
+    }
+  }));
+  return new Map(maps);
+}
+
+/** "2 bookings", "1 booking, 1 cancelled", "1 cancelled booking". */
+function countOf(bookings) {
+  const cancelled = bookings.filter((b) => b.status === 'cancelled').length;
+  const live = bookings.length - cancelled;
+  const plural = (n) => (n === 1 ? '' : 's');
+  if (!live && cancelled) return `${cancelled} cancelled booking${plural(cancelled)}`;
+  return `${live} booking${plural(live)}${cancelled ? `, ${cancelled} cancelled` : ''}`;
+}
+
+function booking(b, names, reload) {
   const cancelled = b.status === 'cancelled';
   const started = new Date(b.starts_at) <= new Date();
   const item = el('article', { className: `booking${cancelled ? ' booking-cancelled' : ''}`, 'data-reservation-id': b.reservation_id, 'aria-labelledby': `b-${b.reservation_id}` },
     el('h2', { id: `b-${b.reservation_id}` }, el('a', { href: `/e/${b.event_id}` }, b.title)),
     el('p', { className: 'booking-facts' }, b.venue, ' · ', el('time', { dateTime: b.starts_at }, when(b.starts_at))),
-    el('ul', { className: 'booking-seats' }, b.seats.map((s) => el('li', {}, seatName(s)))),
+    el('ul', { className: 'booking-seats' }, b.seats.map((s) => el('li', {}, seatName(s, names)))),
     el('p', {}, 'Paid ', el('strong', { className: 'booking-amount' }, money(b.amount, b.currency)),
       ' · ', el('span', { className: 'booking-status', 'data-status': b.status }, cancelled ? 'Cancelled and refunded' : 'Booked'),
       b.late ? ' (paid after the hold ended)' : ''),
@@ -57,11 +82,11 @@ async function load(position = after) {
   status.textContent = 'Loading your bookings…';
   try {
     const answer = await get(position ? `/me/bookings?after=${encodeURIComponent(position)}&wait_ms=5000` : '/me/bookings');
-    const items = answer.bookings.map((b) => booking(b, load));
+    const names = await sectionNames(answer.bookings);
+    const items = answer.bookings.map((b) => booking(b, names.get(b.event_id), load));
     list.replaceChildren(...items);
     if (!items.length) list.append(el('p', { className: 'empty' }, 'No bookings yet. ', el('a', { href: '/' }, 'Find something to go to.')));
-    const live = answer.bookings.filter((b) => b.status !== 'cancelled').length;
-    status.textContent = `${live} booking${live === 1 ? '' : 's'}`;
+    status.textContent = countOf(answer.bookings);
     clearMessage();
   } catch (e) {
     status.textContent = '';

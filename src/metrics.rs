@@ -62,6 +62,11 @@ pub const METRICS: &[(&str, Kind, &str)] = &[
         "time to decide, append and answer one batch",
     ),
     (
+        "frontrow_writer_wait_seconds",
+        Kind::Histogram,
+        "how long each request waited in its partition writer's mailbox before its batch began",
+    ),
+    (
         "frontrow_writer_decide_seconds",
         Kind::Histogram,
         "time to decide one batch's commands in memory, before its append",

@@ -147,8 +147,11 @@ const RESERVE_ROUTE: &str = "route=\"/events/{event_id}/reservations\"";
 
 /// FrontRow's own figures for a phase of reservations, from two `/metrics` texts read before and
 /// after it: its reservation requests, from the request's arrival in the router to its answer
-/// (`frontrow_http_request_duration_seconds`), and its journal appends
-/// (`frontrow_journal_append_seconds`, every partition).
+/// (`frontrow_http_request_duration_seconds`); its writers' batches, how long each request waited in
+/// the mailbox (`frontrow_writer_wait_seconds`) and how long each batch took to decide, append and
+/// answer (`frontrow_writer_batch_seconds`); and its journal appends
+/// (`frontrow_journal_append_seconds`, every partition). A request's time not in the last three
+/// was spent before the writer or after its answer: parsing, checks, waiting for the runtime.
 pub fn reserve_phase(before: &str, after: &str) -> Value {
     let read = |name: &str, labels: &[&str]| {
         Histogram::read(after, name, labels).since(&Histogram::read(before, name, labels))
@@ -160,6 +163,8 @@ pub fn reserve_phase(before: &str, after: &str) -> Value {
     let appends = read("frontrow_journal_append_seconds", &[]);
     json!({
         "requests": requests.figures(10.0),
+        "writer_waits": read("frontrow_writer_wait_seconds", &[]).figures(5.0),
+        "writer_batches": read("frontrow_writer_batch_seconds", &[]).figures(5.0),
         "journal_appends": appends.figures(5.0),
         "note": "from FrontRow's /metrics histograms: quantiles are the bucket bounds they lie at or below",
     })
@@ -172,17 +177,26 @@ pub fn summary(inside: &Value) -> String {
         other => other.to_string(),
     };
     let r = &inside["requests"];
-    let a = &inside["journal_appends"];
+    let over5 = |name: &str| {
+        let h = &inside[name];
+        format!(
+            "p50 ≤ {}, p99 ≤ {} ({:.1}% over 5 ms)",
+            ms(&h["p50_at_most_ms"]),
+            ms(&h["p99_at_most_ms"]),
+            h["share_over_5_ms"].as_f64().unwrap_or(0.0) * 100.0,
+        )
+    };
     format!(
-        "inside FrontRow: {} reservations p50 ≤ {}, p99 ≤ {} ({:.1}% over 10 ms); {} journal appends p50 ≤ {}, p99 ≤ {} ({:.1}% over 5 ms)",
+        "inside FrontRow: {} reservations p50 ≤ {}, p99 ≤ {} ({:.1}% over 10 ms); mailbox waits {}; {} batches took {}; {} journal appends {}",
         r["count"],
         ms(&r["p50_at_most_ms"]),
         ms(&r["p99_at_most_ms"]),
         r["share_over_10_ms"].as_f64().unwrap_or(0.0) * 100.0,
-        a["count"],
-        ms(&a["p50_at_most_ms"]),
-        ms(&a["p99_at_most_ms"]),
-        a["share_over_5_ms"].as_f64().unwrap_or(0.0) * 100.0,
+        over5("writer_waits"),
+        inside["writer_batches"]["count"],
+        over5("writer_batches"),
+        inside["journal_appends"]["count"],
+        over5("journal_appends"),
     )
 }
 
@@ -217,6 +231,10 @@ frontrow_http_request_duration_seconds_bucket{method="POST",route="/events/{even
 frontrow_http_request_duration_seconds_bucket{method="POST",route="/events/{event_id}/reservations",le="0.025"} 1005
 frontrow_http_request_duration_seconds_bucket{method="POST",route="/events/{event_id}/reservations",le="+Inf"} 1005
 frontrow_http_request_duration_seconds_bucket{method="GET",route="/events/{event_id}/reservations",le="+Inf"} 5000
+frontrow_writer_wait_seconds_bucket{le="0.001"} 95
+frontrow_writer_wait_seconds_bucket{le="0.005"} 98
+frontrow_writer_wait_seconds_bucket{le="0.05"} 100
+frontrow_writer_wait_seconds_bucket{le="+Inf"} 100
 "#;
 
     #[test]
@@ -233,7 +251,15 @@ frontrow_http_request_duration_seconds_bucket{method="GET",route="/events/{event
         assert_eq!(a["p50_at_most_ms"], json!(1.0));
         assert_eq!(a["p99_at_most_ms"], json!(5.0));
         assert!((a["share_over_5_ms"].as_f64().unwrap() - 0.01).abs() < 1e-12);
-        assert!(summary(&inside).contains("1000 reservations p50 ≤ 5 ms, p99 ≤ 25 ms (1.6% over 10 ms)"));
+        let w = &inside["writer_waits"];
+        assert_eq!(w["p99_at_most_ms"], json!(50.0));
+        assert!((w["share_over_5_ms"].as_f64().unwrap() - 0.02).abs() < 1e-12);
+        let line = summary(&inside);
+        assert!(line.contains("1000 reservations p50 ≤ 5 ms, p99 ≤ 25 ms (1.6% over 10 ms)"));
+        assert!(
+            line.contains("mailbox waits p50 ≤ 1 ms, p99 ≤ 50 ms (2.0% over 5 ms)"),
+            "{line}"
+        );
     }
 
     #[test]

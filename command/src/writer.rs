@@ -166,6 +166,8 @@ impl Default for WriterConfig {
 struct Msg {
     request: Request,
     reply: Option<oneshot::Sender<Result<Outcome, CommandError>>>,
+    /// When it was put in the mailbox.
+    sent: std::time::Instant,
 }
 
 /// The partition writers of this process: routes each request to its event's writer.
@@ -507,6 +509,7 @@ impl Writers {
             .try_send(Msg {
                 request,
                 reply: Some(reply),
+                sent: std::time::Instant::now(),
             })
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => {
@@ -748,6 +751,9 @@ impl Writer {
                     }
                     let started = std::time::Instant::now();
                     let size = batch.len();
+                    let waited = |m: &Msg| started.saturating_duration_since(m.sent).as_secs_f64();
+                    let wait = metrics::histogram!("frontrow_writer_wait_seconds");
+                    batch.iter().for_each(|m| wait.record(waited(m)));
                     self.process(batch).await;
                     self.observe_batch(size, started.elapsed());
                 }
@@ -795,6 +801,7 @@ impl Writer {
     /// `AdvanceQueue`, decided in one batch.
     async fn expire_due(&mut self) {
         let now = self.clock.now();
+        let now_instant = std::time::Instant::now();
         let mut batch = Vec::new();
         let mut queues = Vec::new();
         while let Some(Reverse((at, event_id))) = self.queue_timers.peek().copied() {
@@ -814,6 +821,7 @@ impl Writer {
                     meta: Meta::default(),
                 },
                 reply: None,
+                sent: now_instant,
             });
         }
         while let Some(Reverse((at, event_id, reservation_id))) = self.deadlines.peek().copied() {
@@ -834,6 +842,7 @@ impl Writer {
                         meta: Meta::default(),
                     },
                     reply: None,
+                    sent: now_instant,
                 });
             }
         }

@@ -1,7 +1,10 @@
 //! Logs and traces of one process: the `tracing` subscriber it runs under.
 //!
 //! Log lines go to stderr, filtered by `FRONTROW_LOG` (default `info`: one line per request),
-//! one JSON object per line with `FRONTROW_LOG_FORMAT=json`. With `[telemetry] otlp_endpoint`
+//! one JSON object per line with `FRONTROW_LOG_FORMAT=json`. A request's thread only queues its
+//! line; a thread of its own writes the queue out, so the request threads neither take stderr's
+//! lock nor make a `write` call per line. A queue of [`LOG_QUEUE_LINES`] full (stderr slower than
+//! the requests) drops lines rather than holding requests up; the count is printed at shutdown. With `[telemetry] otlp_endpoint`
 //! set, the same spans (one per request, one per writer batch, with their fields as attributes)
 //! are also exported as OpenTelemetry traces over OTLP/HTTP (protobuf) to a collector, in
 //! batches from a background thread, so a slow or absent collector never holds a request up:
@@ -46,19 +49,31 @@ impl Default for Telemetry {
     }
 }
 
-/// The installed subscriber's exporter, if any. [`Tracing::shutdown`] sends what is still
-/// queued; a process that ends without it may lose its last spans.
+/// Log lines queued for the writing thread at most; more are dropped (and counted).
+pub const LOG_QUEUE_LINES: usize = 128_000;
+
+/// The installed subscriber's log writer and exporter, if any. [`Tracing::shutdown`] writes the
+/// log lines and sends the spans still queued; a process that ends without it may lose its last
+/// lines and spans.
 pub struct Tracing {
     provider: Option<SdkTracerProvider>,
+    logs: tracing_appender::non_blocking::WorkerGuard,
+    dropped: tracing_appender::non_blocking::ErrorCounter,
 }
 
 impl Tracing {
-    /// Sends the spans still queued (waiting at most the exporter's timeout) and stops.
+    /// Sends the spans still queued (waiting at most the exporter's timeout), writes the log
+    /// lines still queued, and stops.
     pub fn shutdown(self) {
         if let Some(provider) = self.provider
             && let Err(e) = provider.shutdown()
         {
             eprintln!("traces not all exported at shutdown: {e}");
+        }
+        drop(self.logs);
+        let dropped = self.dropped.dropped_lines();
+        if dropped > 0 {
+            eprintln!("{dropped} log lines dropped: more than {LOG_QUEUE_LINES} were waiting to be written");
         }
     }
 }
@@ -123,7 +138,13 @@ fn provider(settings: &Telemetry, endpoint: &str, role: &str) -> anyhow::Result<
 
 fn install(exporter: Option<(SdkTracerProvider, EnvFilter)>) -> anyhow::Result<Tracing> {
     let logs_filter = EnvFilter::try_from_env("FRONTROW_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .thread_name("frontrow-logs")
+        .finish(std::io::stderr());
+    let dropped = writer.error_counter();
+    let logs = tracing_subscriber::fmt::layer().with_writer(writer);
     let logs = match std::env::var("FRONTROW_LOG_FORMAT").as_deref() {
         Ok("json") => logs.json().with_current_span(true).with_filter(logs_filter).boxed(),
         _ => logs.with_filter(logs_filter).boxed(),
@@ -142,5 +163,9 @@ fn install(exporter: Option<(SdkTracerProvider, EnvFilter)>) -> anyhow::Result<T
         .with(traces)
         .try_init()
         .context("installing the log subscriber")?;
-    Ok(Tracing { provider })
+    Ok(Tracing {
+        provider,
+        logs: guard,
+        dropped,
+    })
 }

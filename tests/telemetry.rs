@@ -193,3 +193,47 @@ fn bad_telemetry_settings_are_refused_at_startup() {
         assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
     }
 }
+
+/// Log lines are written by a thread of their own: a reader of stderr that stops reading (a
+/// stuck log shipper) fills the pipe, and the requests go on being answered; the lines queued
+/// meanwhile come out once it reads again, and a graceful stop writes the rest.
+#[tokio::test]
+async fn a_stderr_nobody_reads_holds_no_request_up() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    // `info`: one line of about 300 bytes per request, so 2,000 of them are ten times what a
+    // pipe holds (64 KiB) before a write to it blocks.
+    let (mut child, base) = common::spawn_listening(
+        Command::new(env!("CARGO_BIN_EXE_frontrow"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env("FRONTROW_LOG", "info")
+            .stderr(Stdio::piped()),
+    );
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .unwrap();
+    for i in 0..2_000 {
+        let answer = http.get(format!("{base}/health")).send().await;
+        assert!(
+            answer.as_ref().is_ok_and(|r| r.status() == 200),
+            "request {i} with stderr unread: {answer:?}"
+        );
+    }
+    let mut stderr = child.stderr.take().unwrap();
+    let reading = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    assert!(stop(child).success());
+    let text = reading.join().unwrap();
+    let answered = text.matches("request answered").count();
+    assert!(answered >= 2_000, "{answered} request lines written");
+    assert!(
+        text.contains("stopped cleanly"),
+        "{}",
+        &text[text.len().saturating_sub(2_000)..]
+    );
+}

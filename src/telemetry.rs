@@ -2,13 +2,14 @@
 //!
 //! Log lines go to stderr, filtered by `FRONTROW_LOG` (default `info`: one line per request),
 //! one JSON object per line with `FRONTROW_LOG_FORMAT=json`. A request's thread only queues its
-//! line; a thread of its own writes the queue out, so the request threads neither take stderr's
-//! lock nor make a `write` call per line. A queue of [`LOG_QUEUE_LINES`] full (stderr slower than
-//! the requests) drops lines rather than holding requests up; the count is printed at shutdown. With `[telemetry] otlp_endpoint`
-//! set, the same spans (one per request, one per writer batch, with their fields as attributes)
-//! are also exported as OpenTelemetry traces over OTLP/HTTP (protobuf) to a collector, in
-//! batches from a background thread, so a slow or absent collector never holds a request up:
-//! a full export queue drops spans instead.
+//! line; a thread of its own writes the queue out, so a stderr that is slow or not read at all
+//! holds no request up. A queue of [`LOG_QUEUE_LINES`] full drops lines instead; the count is
+//! printed at shutdown.
+//!
+//! With `[telemetry] otlp_endpoint` set, the same spans (one per request, one per writer batch,
+//! with their fields as attributes) are also exported as OpenTelemetry traces over OTLP/HTTP
+//! (protobuf) to a collector, in batches from a background thread, so a slow or absent collector
+//! never holds a request up: a full export queue drops spans instead.
 
 use std::time::Duration;
 

@@ -187,7 +187,7 @@ async fn main() -> anyhow::Result<()> {
     // A serving role sets up its logs and traces once its settings are read.
     let tracing = match &cli.command {
         Cmd::Serve(_) | Cmd::Command(_) | Cmd::Query(_) | Cmd::Projector { action: None, .. } => None,
-        _ => Some(frontrow::telemetry::init_logs()),
+        _ => Some(frontrow::telemetry::init_logs()?),
     };
     let done = command(&cli).await;
     if let Some(tracing) = tracing {

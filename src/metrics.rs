@@ -152,6 +152,11 @@ pub const METRICS: &[(&str, Kind, &str)] = &[
         "search requests, by cache (hit, miss)",
     ),
     (
+        "frontrow_log_lines_dropped_total",
+        Kind::Counter,
+        "log lines dropped instead of written because the queue of lines waiting for stderr was full (FRONTROW_LOG_QUEUE)",
+    ),
+    (
         "frontrow_search_backend_seconds",
         Kind::Histogram,
         "time the search index took for a query the cache did not have",
@@ -209,7 +214,9 @@ pub fn handle() -> &'static PrometheusHandle {
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text exposition format", content_type = "text/plain")))]
 pub async fn scrape() -> Response {
-    let text = handle().render();
+    let handle = handle();
+    metrics::counter!("frontrow_log_lines_dropped_total").absolute(crate::telemetry::dropped_log_lines());
+    let text = handle.render();
     (
         [(
             CONTENT_TYPE,

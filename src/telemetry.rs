@@ -3,8 +3,8 @@
 //! Log lines go to stderr, filtered by `FRONTROW_LOG` (default `info`: one line per request),
 //! one JSON object per line with `FRONTROW_LOG_FORMAT=json`. A request's thread only queues its
 //! line; a thread of its own writes the queue out, so a stderr that is slow or not read at all
-//! holds no request up. A queue of [`LOG_QUEUE_LINES`] full drops lines instead; the count is
-//! printed at shutdown.
+//! holds no request up. A full queue ([`LOG_QUEUE_LINES`], or `FRONTROW_LOG_QUEUE`) drops lines
+//! instead; the count is exported as a metric and printed at shutdown.
 //!
 //! With `[telemetry] otlp_endpoint` set, the same spans (one per request, one per writer batch,
 //! with their fields as attributes) are also exported as OpenTelemetry traces over OTLP/HTTP
@@ -50,8 +50,31 @@ impl Default for Telemetry {
     }
 }
 
-/// Log lines queued for the writing thread at most; more are dropped (and counted).
+/// Log lines queued for the writing thread at most, unless `FRONTROW_LOG_QUEUE` says otherwise;
+/// more are dropped (and counted).
 pub const LOG_QUEUE_LINES: usize = 128_000;
+
+/// The queue's length: `FRONTROW_LOG_QUEUE` (1 or more lines) or [`LOG_QUEUE_LINES`].
+fn log_queue_lines() -> anyhow::Result<usize> {
+    match std::env::var("FRONTROW_LOG_QUEUE") {
+        Err(_) => Ok(LOG_QUEUE_LINES),
+        Ok(v) => v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .with_context(|| format!("FRONTROW_LOG_QUEUE is {v:?}: it counts log lines, 1 or more")),
+    }
+}
+
+/// The count of log lines dropped, of the subscriber this process installed.
+static DROPPED: std::sync::OnceLock<tracing_appender::non_blocking::ErrorCounter> = std::sync::OnceLock::new();
+
+/// Log lines dropped so far because the queue was full (0 before a subscriber is installed);
+/// exported as `frontrow_log_lines_dropped_total`.
+pub fn dropped_log_lines() -> u64 {
+    DROPPED.get().map_or(0, |c| c.dropped_lines() as u64)
+}
 
 /// The installed subscriber's log writer and exporter, if any. [`Tracing::shutdown`] writes the
 /// log lines and sends the spans still queued; a process that ends without it may lose its last
@@ -74,14 +97,14 @@ impl Tracing {
         drop(self.logs);
         let dropped = self.dropped.dropped_lines();
         if dropped > 0 {
-            eprintln!("{dropped} log lines dropped: more than {LOG_QUEUE_LINES} were waiting to be written");
+            eprintln!("{dropped} log lines dropped: the queue of lines waiting to be written was full");
         }
     }
 }
 
 /// Logs only, as before any configuration is read (for commands that print and exit).
-pub fn init_logs() -> Tracing {
-    install(None).expect("a subscriber without an exporter always installs")
+pub fn init_logs() -> anyhow::Result<Tracing> {
+    install(None)
 }
 
 /// Logs, and traces exported as `settings` says; `role` names the default service.
@@ -141,10 +164,11 @@ fn install(exporter: Option<(SdkTracerProvider, EnvFilter)>) -> anyhow::Result<T
     let logs_filter = EnvFilter::try_from_env("FRONTROW_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(true)
-        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .buffered_lines_limit(log_queue_lines()?)
         .thread_name("frontrow-logs")
         .finish(std::io::stderr());
     let dropped = writer.error_counter();
+    let _ = DROPPED.set(dropped.clone());
     let logs = tracing_subscriber::fmt::layer().with_writer(writer);
     let logs = match std::env::var("FRONTROW_LOG_FORMAT").as_deref() {
         Ok("json") => logs.json().with_current_span(true).with_filter(logs_filter).boxed(),

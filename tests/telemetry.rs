@@ -176,6 +176,8 @@ fn bad_telemetry_settings_are_refused_at_startup() {
             "http:// URL",
         ),
         ("FRONTROW_TELEMETRY__SAMPLE_RATIO", "1.5", "sample_ratio"),
+        ("FRONTROW_LOG_QUEUE", "0", "FRONTROW_LOG_QUEUE"),
+        ("FRONTROW_LOG_QUEUE", "lots", "FRONTROW_LOG_QUEUE"),
     ] {
         let mut env = vec![(key, value)];
         if key.ends_with("SAMPLE_RATIO") {
@@ -194,33 +196,36 @@ fn bad_telemetry_settings_are_refused_at_startup() {
     }
 }
 
-/// Log lines are written by a thread of their own: a reader of stderr that stops reading (a
-/// stuck log shipper) fills the pipe, and the requests go on being answered; the lines queued
-/// meanwhile come out once it reads again, and a graceful stop writes the rest.
-#[tokio::test]
-async fn a_stderr_nobody_reads_holds_no_request_up() {
-    use std::io::Read;
-    let dir = tempfile::tempdir().unwrap();
-    // `info`: one line of about 300 bytes per request, so 2,000 of them are ten times what a
-    // pipe holds (64 KiB) before a write to it blocks.
-    let (mut child, base) = common::spawn_listening(
+/// `frontrow serve` at `info` with stderr piped and not read, and `env`; returns it and its base URL.
+fn serve_unread_stderr(data_dir: &std::path::Path, env: &[(&str, &str)]) -> (Child, String) {
+    common::spawn_listening(
         Command::new(env!("CARGO_BIN_EXE_frontrow"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path())
+            .arg(data_dir)
             .env("FRONTROW_LOG", "info")
+            .envs(env.iter().copied())
             .stderr(Stdio::piped()),
-    );
+    )
+}
+
+/// Sends `n` `/health` requests one after the other; each must be answered within 5 s.
+async fn health_requests(base: &str, n: usize) {
     let http = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(5))
         .build()
         .unwrap();
-    for i in 0..2_000 {
+    for i in 0..n {
         let answer = http.get(format!("{base}/health")).send().await;
         assert!(
             answer.as_ref().is_ok_and(|r| r.status() == 200),
             "request {i} with stderr unread: {answer:?}"
         );
     }
+}
+
+/// Reads the child's stderr from now on, stops it gracefully and returns what it wrote.
+fn stop_reading_stderr(mut child: Child) -> String {
+    use std::io::Read;
     let mut stderr = child.stderr.take().unwrap();
     let reading = std::thread::spawn(move || {
         let mut text = String::new();
@@ -228,7 +233,20 @@ async fn a_stderr_nobody_reads_holds_no_request_up() {
         text
     });
     assert!(stop(child).success());
-    let text = reading.join().unwrap();
+    reading.join().unwrap()
+}
+
+/// Log lines are written by a thread of their own: a reader of stderr that stops reading (a
+/// stuck log shipper) fills the pipe, and the requests go on being answered; the lines queued
+/// meanwhile come out once it reads again, and a graceful stop writes the rest.
+#[tokio::test]
+async fn a_stderr_nobody_reads_holds_no_request_up() {
+    let dir = tempfile::tempdir().unwrap();
+    // `info`: one line of about 300 bytes per request, so 2,000 of them are ten times what a
+    // pipe holds (64 KiB) before a write to it blocks.
+    let (child, base) = serve_unread_stderr(dir.path(), &[]);
+    health_requests(&base, 2_000).await;
+    let text = stop_reading_stderr(child);
     let answered = text.matches("request answered").count();
     assert!(answered >= 2_000, "{answered} request lines written");
     assert!(
@@ -236,4 +254,34 @@ async fn a_stderr_nobody_reads_holds_no_request_up() {
         "{}",
         &text[text.len().saturating_sub(2_000)..]
     );
+    assert!(!text.contains("log lines dropped"), "nothing was to be dropped");
+}
+
+/// With a queue of 100 lines and the pipe full, the lines beyond are dropped, not waited for:
+/// counted at `/metrics` while the node runs, and said at its graceful stop.
+#[tokio::test]
+async fn log_lines_beyond_a_full_queue_are_dropped_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base) = serve_unread_stderr(dir.path(), &[("FRONTROW_LOG_QUEUE", "100")]);
+    health_requests(&base, 2_000).await;
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let dropped: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("frontrow_log_lines_dropped_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no dropped-lines counter in {metrics}"));
+    // About 220 lines fit in the pipe and 100 in the queue: most of 2,000 cannot.
+    assert!(dropped >= 1_000, "{dropped} lines counted as dropped");
+    let text = stop_reading_stderr(child);
+    assert!(
+        text.contains("log lines dropped"),
+        "{}",
+        &text[text.len().saturating_sub(2_000)..]
+    );
+    assert!(text.matches("request answered").count() < 2_000);
 }

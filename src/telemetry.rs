@@ -82,7 +82,6 @@ pub fn dropped_log_lines() -> u64 {
 pub struct Tracing {
     provider: Option<SdkTracerProvider>,
     logs: tracing_appender::non_blocking::WorkerGuard,
-    dropped: tracing_appender::non_blocking::ErrorCounter,
 }
 
 impl Tracing {
@@ -95,7 +94,7 @@ impl Tracing {
             eprintln!("traces not all exported at shutdown: {e}");
         }
         drop(self.logs);
-        let dropped = self.dropped.dropped_lines();
+        let dropped = dropped_log_lines();
         if dropped > 0 {
             eprintln!("{dropped} log lines dropped: the queue of lines waiting to be written was full");
         }
@@ -168,7 +167,6 @@ fn install(exporter: Option<(SdkTracerProvider, EnvFilter)>) -> anyhow::Result<T
         .thread_name("frontrow-logs")
         .finish(std::io::stderr());
     let dropped = writer.error_counter();
-    let _ = DROPPED.set(dropped.clone());
     let logs = tracing_subscriber::fmt::layer().with_writer(writer);
     let logs = match std::env::var("FRONTROW_LOG_FORMAT").as_deref() {
         Ok("json") => logs.json().with_current_span(true).with_filter(logs_filter).boxed(),
@@ -188,9 +186,7 @@ fn install(exporter: Option<(SdkTracerProvider, EnvFilter)>) -> anyhow::Result<T
         .with(traces)
         .try_init()
         .context("installing the log subscriber")?;
-    Ok(Tracing {
-        provider,
-        logs: guard,
-        dropped,
-    })
+    // Only the installed subscriber's count: a second install fails above and counts nothing.
+    let _ = DROPPED.set(dropped);
+    Ok(Tracing { provider, logs: guard })
 }

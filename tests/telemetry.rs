@@ -33,15 +33,21 @@ async fn receiver() -> (String, Arc<Mutex<Vec<Bytes>>>) {
     (url, bodies)
 }
 
-/// `frontrow serve` on a fresh data directory with `env`; returns it and its base URL.
+/// `frontrow serve` on a fresh data directory with `env`, logging at `warn` to nowhere; returns
+/// it and its base URL.
 fn serve(data_dir: &std::path::Path, env: &[(&str, &str)]) -> (Child, String) {
+    spawn_serve(data_dir, "warn", env, Stdio::null())
+}
+
+/// `frontrow serve` with the log filter `log`, `env` and its stderr going to `stderr`.
+fn spawn_serve(data_dir: &std::path::Path, log: &str, env: &[(&str, &str)], stderr: Stdio) -> (Child, String) {
     common::spawn_listening(
         Command::new(env!("CARGO_BIN_EXE_frontrow"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
-            .env("FRONTROW_LOG", "warn")
+            .env("FRONTROW_LOG", log)
             .envs(env.iter().copied())
-            .stderr(Stdio::null()),
+            .stderr(stderr),
     )
 }
 
@@ -198,14 +204,7 @@ fn bad_telemetry_settings_are_refused_at_startup() {
 
 /// `frontrow serve` at `info` with stderr piped and not read, and `env`; returns it and its base URL.
 fn serve_unread_stderr(data_dir: &std::path::Path, env: &[(&str, &str)]) -> (Child, String) {
-    common::spawn_listening(
-        Command::new(env!("CARGO_BIN_EXE_frontrow"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("FRONTROW_LOG", "info")
-            .envs(env.iter().copied())
-            .stderr(Stdio::piped()),
-    )
+    spawn_serve(data_dir, "info", env, Stdio::piped())
 }
 
 /// Sends `n` `/health` requests one after the other; each must be answered within 5 s.

@@ -13,18 +13,23 @@ const list = document.getElementById('bookings');
 const status = document.getElementById('bookings-status');
 const after = new URLSearchParams(location.search).get('after');
 
-/** Each event's section names (code → name), one read of `GET /events/{id}` per event. */
+/** Event id → its section names (code → name), kept while the page lives: a list read again
+ * after a cancel does not read the events again. A read that failed is tried at the next load. */
+const namesOf = new Map();
+
+/** Each booked event's section names, one read of `GET /events/{id}` per event. */
 async function sectionNames(bookings) {
   const ids = [...new Set(bookings.map((b) => b.event_id))];
-  const maps = await Promise.all(ids.map(async (id) => {
-    try {
-      const details = await get(`/events/${id}`, { auth: false });
-      return [id, new Map(details.seat_map.sections.map((s) => [s.code, s.name]))];
-    } catch {
-      return [id, null];
-    }
-  }));
-  return new Map(maps);
+  for (const id of ids) {
+    if (namesOf.has(id)) continue;
+    namesOf.set(id, get(`/events/${id}`, { auth: false })
+      .then((details) => new Map(details.seat_map.sections.map((s) => [s.code, s.name])))
+      .catch(() => {
+        namesOf.delete(id);
+        return null;
+      }));
+  }
+  return new Map(await Promise.all(ids.map(async (id) => [id, await namesOf.get(id)])));
 }
 
 /** "2 bookings", "1 booking, 1 cancelled", "1 cancelled booking". */

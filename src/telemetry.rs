@@ -159,6 +159,14 @@ fn provider(settings: &Telemetry, endpoint: &str, role: &str) -> anyhow::Result<
         .build())
 }
 
+/// Colours in the text logs only for a person at a terminal: a file, a pipe or a log shipper
+/// gets plain text (escape codes there are noise in every line, and cost a tenth of the line's
+/// formatting), and `NO_COLOR` (<https://no-color.org>) turns them off at a terminal too.
+fn colours_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 fn install(exporter: Option<(SdkTracerProvider, EnvFilter)>) -> anyhow::Result<Tracing> {
     let logs_filter = EnvFilter::try_from_env("FRONTROW_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
@@ -167,7 +175,9 @@ fn install(exporter: Option<(SdkTracerProvider, EnvFilter)>) -> anyhow::Result<T
         .thread_name("frontrow-logs")
         .finish(std::io::stderr());
     let dropped = writer.error_counter();
-    let logs = tracing_subscriber::fmt::layer().with_writer(writer);
+    let logs = tracing_subscriber::fmt::layer()
+        .with_ansi(colours_on_stderr())
+        .with_writer(writer);
     let logs = match std::env::var("FRONTROW_LOG_FORMAT").as_deref() {
         Ok("json") => logs.json().with_current_span(true).with_filter(logs_filter).boxed(),
         _ => logs.with_filter(logs_filter).boxed(),

@@ -284,3 +284,26 @@ async fn log_lines_beyond_a_full_queue_are_dropped_and_counted() {
     );
     assert!(text.matches("request answered").count() < 2_000);
 }
+
+/// Logs that go to a pipe or a file (a log shipper, `journald`, a redirect) are plain text:
+/// no terminal colour codes in them, so `status=200` reads as it is written.
+#[tokio::test]
+async fn logs_to_a_pipe_are_plain_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base) = serve_unread_stderr(dir.path(), &[]);
+    health_requests(&base, 1).await;
+    let text = stop_reading_stderr(child);
+    let line = text
+        .lines()
+        .find(|l| l.contains("request answered"))
+        .unwrap_or_else(|| panic!("no request line in {text}"));
+    assert!(
+        line.contains("route=/health") && line.contains("status=200"),
+        "{line:?}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "escape codes in the log: {:?}",
+        &text[..text.len().min(500)]
+    );
+}

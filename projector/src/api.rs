@@ -19,9 +19,12 @@ use frontrow_http::auth::{Customer, Organizer};
 use frontrow_http::read_after::{ReadAfter, not_visible};
 use frontrow_http::{ApiPath, ApiQuery, Problem};
 use frontrow_schema::{EventId, OrganizerId};
-use utoipa::OpenApi;
+use serde::Deserialize;
+use utoipa::{IntoParams, OpenApi};
 
-use crate::ledger::{BookingStatus, CustomerBooking, CustomerBookings, EventSales, Ledger, LedgerReads, SalesLine};
+use crate::ledger::{
+    BookingCursor, BookingStatus, CustomerBooking, CustomerBookings, EventSales, Ledger, LedgerReads, SalesLine,
+};
 use crate::rows::{Ty, Val};
 
 /// The ledger API's OpenAPI description.
@@ -100,16 +103,66 @@ async fn owned(ledger: &dyn Ledger, event: EventId, organizer: &OrganizerId) -> 
 
 frontrow_http::problems! {
     /// What reading one's bookings refuses with.
-    BookingsProblems = [CUSTOMER_TOKEN, READ_AFTER];
+    BookingsProblems = [CUSTOMER_TOKEN, READ_AFTER, &[
+        Cause::new(400, "`bad-limit`: `limit` is not a whole number from 1 to 100; `bad-cursor`: `cursor` is not a `next` this API gave"),
+    ]];
     /// What reading an event's sales refuses with.
     SalesProblems = [ORGANIZER_KEY, OTHER_ORGANIZER,
         &[Cause::new(404, "`not-found`: no such event in the ledger (it may not have caught up yet), or a path id that does not parse")], READ_AFTER];
 }
 
-/// The calling customer's bookings, newest first, including cancelled ones.
+/// Bookings on a page when the client does not say, and at most.
+const BOOKINGS_PAGE: usize = 20;
+const MAX_BOOKINGS_PAGE: usize = 100;
+
+/// Which page of one's bookings to read.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct BookingsQuery {
+    /// Bookings on the page, 1 to 100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    limit: Option<String>,
+    /// The `next` of the page before (opaque); without it, the newest bookings.
+    #[param(example = "1796126400000000.0192f5c1a3e47d2b9c1e5f3a7b8d9e01")]
+    cursor: Option<String>,
+}
+
+impl BookingsQuery {
+    /// The page's cursor and size; a `400` (`bad-limit`, `bad-cursor`) for what does not parse.
+    fn page(&self) -> Result<(Option<BookingCursor>, usize), Problem> {
+        let limit = match &self.limit {
+            None => BOOKINGS_PAGE,
+            Some(raw) => raw
+                .parse()
+                .ok()
+                .filter(|n| (1..=MAX_BOOKINGS_PAGE).contains(n))
+                .ok_or_else(|| {
+                    Problem::bad_request(
+                        "bad-limit",
+                        format!("limit={raw:?} is not a whole number from 1 to {MAX_BOOKINGS_PAGE}"),
+                    )
+                    .with("parameter", "limit")
+                })?,
+        };
+        let cursor = match &self.cursor {
+            None => None,
+            Some(raw) => Some(raw.parse().map_err(|()| {
+                Problem::bad_request(
+                    "bad-cursor",
+                    format!("cursor={raw:?} is not the `next` of a page of bookings"),
+                )
+                .with("parameter", "cursor")
+            })?),
+        };
+        Ok((cursor, limit))
+    }
+}
+
+/// The calling customer's bookings, newest first, including cancelled ones: a page at a time
+/// (`limit`, 20 by default), the next one at `?cursor=` the answer's `next`.
 #[utoipa::path(
     get, path = "/me/bookings", tag = "ledger",
-    params(ReadAfter),
+    params(ReadAfter, BookingsQuery),
     security(("customer_token" = [])),
     responses(
         (status = 200, description = "The customer's bookings", body = CustomerBookings),
@@ -121,16 +174,32 @@ async fn my_bookings(
     State(reads): State<Reads>,
     Customer(customer): Customer,
     ApiQuery(read): ApiQuery<ReadAfter>,
+    ApiQuery(page): ApiQuery<BookingsQuery>,
 ) -> Result<Json<CustomerBookings>, Problem> {
+    let (cursor, limit) = page.page()?;
     reads.wait(&read).await?;
-    let bookings = reads
-        .ledger
-        .customer_bookings(&customer)
+    let ledger = reads.ledger.as_ref();
+    // One more than the page holds says whether there is a next page.
+    let mut bookings = ledger
+        .customer_bookings(&customer, cursor, limit + 1)
+        .await
+        .map_err(Problem::internal)?;
+    let more = bookings.len() > limit;
+    bookings.truncate(limit);
+    let next = bookings
+        .last()
+        .filter(|_| more)
+        .map(|b| BookingCursor::after(b).to_string());
+    let (booked_count, cancelled_count) = ledger
+        .customer_booking_counts(&customer)
         .await
         .map_err(Problem::internal)?;
     Ok(Json(CustomerBookings {
         customer: customer.to_string(),
         bookings,
+        booked_count,
+        cancelled_count,
+        next,
     }))
 }
 

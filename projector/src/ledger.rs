@@ -148,11 +148,62 @@ pub struct CustomerBooking {
     pub cancelled_at: Option<DateTime<Utc>>,
 }
 
-/// A customer's bookings, newest first.
+/// One page of a customer's bookings, newest first, and how many there are in all.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CustomerBookings {
     pub customer: String,
     pub bookings: Vec<CustomerBooking>,
+    /// All of the customer's bookings that stand, on every page.
+    pub booked_count: i64,
+    /// All of the customer's cancelled bookings, on every page.
+    pub cancelled_count: i64,
+    /// The `cursor` of the next page; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// Where a page of a customer's bookings starts: just after this booking in the order newest
+/// first (then by reservation id, since a batch books many at one instant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BookingCursor {
+    pub booked_at: DateTime<Utc>,
+    pub reservation_id: Uuid,
+}
+
+impl BookingCursor {
+    /// The cursor just after `booking`.
+    pub fn after(booking: &CustomerBooking) -> Self {
+        Self {
+            booked_at: booking.booked_at,
+            reservation_id: booking.reservation_id,
+        }
+    }
+}
+
+/// A cursor as a client passes it on: `MICROS.UUID` (the booking time in microseconds since
+/// 1970, the reservation id without hyphens). Opaque to clients.
+impl std::fmt::Display for BookingCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}.{}",
+            self.booked_at.timestamp_micros(),
+            self.reservation_id.simple()
+        )
+    }
+}
+
+impl std::str::FromStr for BookingCursor {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let (micros, id) = s.split_once('.').ok_or(())?;
+        let micros: i64 = micros.parse().map_err(|_| ())?;
+        Ok(Self {
+            booked_at: DateTime::from_timestamp_micros(micros).ok_or(())?,
+            reservation_id: Uuid::try_parse(id).map_err(|_| ())?,
+        })
+    }
 }
 
 /// Sales of one section and price tier (or of the whole event, with both empty).
@@ -251,7 +302,16 @@ pub struct EventAudit {
 /// Ledger reads, shared by every implementation.
 #[async_trait]
 pub trait LedgerReads {
-    async fn customer_bookings(&self, customer: &CustomerId) -> Result<Vec<CustomerBooking>, LedgerError>;
+    /// At most `limit` of the customer's bookings, newest first, from just after `after` (from
+    /// the newest without it), cancelled ones included.
+    async fn customer_bookings(
+        &self,
+        customer: &CustomerId,
+        after: Option<BookingCursor>,
+        limit: usize,
+    ) -> Result<Vec<CustomerBooking>, LedgerError>;
+    /// How many of the customer's bookings stand, and how many were cancelled.
+    async fn customer_booking_counts(&self, customer: &CustomerId) -> Result<(i64, i64), LedgerError>;
     async fn event_sales(&self, event: EventId) -> Result<Option<EventSales>, LedgerError>;
     async fn seat_history(&self, event: EventId, seat: &SeatId) -> Result<Option<SeatHistory>, LedgerError>;
     async fn audit(&self) -> Result<Vec<EventAudit>, LedgerError>;

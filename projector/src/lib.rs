@@ -27,8 +27,8 @@ mod sqlite;
 pub use api::{LedgerApi, router};
 pub use error::LedgerError;
 pub use ledger::{
-    Batch, BookingStatus, CustomerBooking, CustomerBookings, EventAudit, EventSales, Ledger, LedgerReads, Lookup,
-    SalesLine, SeatHistory, SeatHistoryEntry,
+    Batch, BookingCursor, BookingStatus, CustomerBooking, CustomerBookings, EventAudit, EventSales, Ledger,
+    LedgerReads, Lookup, SalesLine, SeatHistory, SeatHistoryEntry,
 };
 pub use postgres::PgLedger;
 pub use projector::{Projector, ProjectorError, ProjectorHandle, RebuildReport, rebuild, run, spawn};

@@ -111,7 +111,12 @@ type Time = DateTime<Utc>;
 
 #[async_trait]
 impl<L: Ledger + ?Sized> LedgerReads for L {
-    async fn customer_bookings(&self, customer: &CustomerId) -> Result<Vec<CustomerBooking>, LedgerError> {
+    async fn customer_bookings(
+        &self,
+        customer: &CustomerId,
+        after: Option<BookingCursor>,
+        limit: usize,
+    ) -> Result<Vec<CustomerBooking>, LedgerError> {
         type Booking = (
             Uuid,
             Uuid,
@@ -125,16 +130,30 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
             Time,
             Option<Time>,
         );
-        let rows: Vec<Booking> = query_as(
-            self,
+        // Newest first, ties (one batch books many at one instant) by reservation id; a page
+        // starts strictly after its cursor in that order.
+        let (from, mut params) = match after {
+            None => ("", vec![customer.as_str().into()]),
+            Some(c) => (
+                "AND (b.booked_at < $2 OR (b.booked_at = $2 AND b.reservation_id > $3))",
+                vec![
+                    customer.as_str().into(),
+                    Val::Time(c.booked_at),
+                    Val::Uuid(c.reservation_id),
+                ],
+            ),
+        };
+        let limit_at = params.len() + 1;
+        params.push(Val::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+        let sql = format!(
             "SELECT b.reservation_id, b.event_id, e.title, e.venue, e.starts_at, b.seats, b.amount,
                     b.currency, b.late, b.booked_at, b.cancelled_at
              FROM bookings b JOIN events e ON e.event_id = b.event_id
-             WHERE b.customer = $1
-             ORDER BY b.booked_at DESC, b.reservation_id",
-            vec![customer.as_str().into()],
-        )
-        .await?;
+             WHERE b.customer = $1 {from}
+             ORDER BY b.booked_at DESC, b.reservation_id
+             LIMIT ${limit_at}"
+        );
+        let rows: Vec<Booking> = query_as(self, &sql, params).await?;
         let booking = |(
             reservation_id,
             event_id,
@@ -168,6 +187,16 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
             }
         };
         Ok(rows.into_iter().map(booking).collect())
+    }
+
+    async fn customer_booking_counts(&self, customer: &CustomerId) -> Result<(i64, i64), LedgerError> {
+        let counts: Vec<(i64, i64)> = query_as(
+            self,
+            "SELECT COUNT(*) - COUNT(cancelled_at), COUNT(cancelled_at) FROM bookings WHERE customer = $1",
+            vec![customer.as_str().into()],
+        )
+        .await?;
+        Ok(counts.first().copied().unwrap_or_default())
     }
 
     async fn event_sales(&self, event: EventId) -> Result<Option<EventSales>, LedgerError> {

@@ -11,7 +11,10 @@ use async_trait::async_trait;
 use frontrow_command::domain::{ReservationStatus, SeatState};
 use frontrow_journal::{Journal, SqliteJournal};
 use frontrow_projector::rows::{Ty, Val};
-use frontrow_projector::{Batch, Ledger, LedgerError, LedgerReads, Lookup, Projector, ProjectorError};
+use frontrow_projector::{
+    Batch, BookingCursor, BookingStatus, CustomerBooking, Ledger, LedgerError, LedgerReads, Lookup, Projector,
+    ProjectorError,
+};
 use frontrow_schema::{CustomerId, EventId, ReleaseReason, ReservationId};
 
 use crate::generate::Generator;
@@ -138,7 +141,7 @@ pub async fn projects_a_generated_log(h: &dyn Harness) {
     }
     // A customer's bookings are the domain's booked and cancelled reservations.
     let fan = CustomerId::parse("fan3").unwrap();
-    let mine = ledger.customer_bookings(&fan).await.unwrap();
+    let mine = ledger.customer_bookings(&fan, None, 10_000).await.unwrap();
     let want = g
         .states()
         .flat_map(|s| s.reservations.values())
@@ -146,6 +149,43 @@ pub async fn projects_a_generated_log(h: &dyn Harness) {
         .count();
     assert_eq!(mine.len(), want);
     assert!(mine.windows(2).all(|w| w[0].booked_at >= w[1].booked_at));
+}
+
+/// A customer's bookings read a page at a time, each page from just after the last one ended,
+/// are all of them, in the same order, whatever the page size: none twice, none left out.
+pub async fn bookings_page_through_without_gaps(h: &dyn Harness) {
+    let (_dir, g) = generated(2, 4, 1200, 2).await;
+    let ledger = h.ledger("bookings_page_through_without_gaps").await;
+    catch_up(&g.journal, &ledger, 64).await;
+    let (fan, want) = g.busiest_customer();
+    assert!(want >= 4, "the busiest customer has {want} bookings");
+    let all = ledger.customer_bookings(&fan, None, 10_000).await.unwrap();
+    assert_eq!(all.len(), want);
+    let order = |b: &CustomerBooking| (std::cmp::Reverse(b.booked_at), b.reservation_id);
+    assert!(
+        all.windows(2).all(|w| order(&w[0]) < order(&w[1])),
+        "newest first, then by id"
+    );
+    let ids = |bookings: &[CustomerBooking]| bookings.iter().map(|b| b.reservation_id).collect::<Vec<_>>();
+    for limit in [1, 2, 3, want - 1, want, want + 1] {
+        let (mut read, mut cursor) = (Vec::new(), None);
+        loop {
+            let page = ledger.customer_bookings(&fan, cursor, limit).await.unwrap();
+            assert!(page.len() <= limit);
+            read.extend(page.iter().cloned());
+            match page.last() {
+                Some(last) if page.len() == limit => cursor = Some(BookingCursor::after(last)),
+                _ => break,
+            }
+        }
+        assert_eq!(ids(&read), ids(&all), "pages of {limit}");
+    }
+    // The cursor as a client carries it reads back as itself.
+    let cursor = BookingCursor::after(&all[0]);
+    assert_eq!(cursor.to_string().parse::<BookingCursor>(), Ok(cursor));
+    let cancelled = all.iter().filter(|b| b.status == BookingStatus::Cancelled).count() as i64;
+    let counts = ledger.customer_booking_counts(&fan).await.unwrap();
+    assert_eq!(counts, (want as i64 - cancelled, cancelled));
 }
 
 /// Money reconciles: every transaction balances; per event, revenue is bookings minus
@@ -581,6 +621,6 @@ macro_rules! ledger_conformance {
             projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
             refuses_out_of_order_batches, catch_up_resumes_where_the_ledger_moved, rebuild_while_writes_continue,
             awkward_text_is_stored_as_written, a_batch_that_breaks_a_constraint_leaves_nothing,
-            a_following_projector_paces_its_batches);
+            a_following_projector_paces_its_batches, bookings_page_through_without_gaps);
     };
 }

@@ -363,4 +363,16 @@ impl Generator {
     pub fn states(&self) -> impl Iterator<Item = &EventState> {
         self.states.values().filter_map(Option::as_ref)
     }
+
+    /// The customer with the most bookings (paid reservations, cancelled or not), and how many.
+    pub fn busiest_customer(&self) -> (CustomerId, usize) {
+        let mut paid: HashMap<&CustomerId, usize> = HashMap::new();
+        let reservations = self.states().flat_map(|s| s.reservations.values());
+        for r in reservations.filter(|r| r.payment.is_some()) {
+            *paid.entry(&r.customer).or_default() += 1;
+        }
+        let busiest = paid.into_iter().max_by_key(|&(c, n)| (n, std::cmp::Reverse(c)));
+        let (customer, n) = busiest.expect("the generated log books");
+        (customer.clone(), n)
+    }
 }

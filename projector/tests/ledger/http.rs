@@ -14,6 +14,7 @@ use tower::ServiceExt;
 use utoipa::OpenApi;
 
 use crate::conformance::generated;
+use crate::generate::Generator;
 
 async fn get(app: &Router, path: &str, header: Option<(&str, String)>) -> (StatusCode, String, Value) {
     let mut req = Request::get(path);
@@ -67,6 +68,7 @@ async fn bookings_and_sales_over_http() {
         .filter(|r| r.customer == fan && r.payment.is_some())
         .count();
     assert_eq!(body["bookings"].as_array().unwrap().len(), want);
+    pages_of_bookings(&app, &auth, &g).await;
 
     let (status, ct, body) = get(&app, "/me/bookings", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -108,6 +110,61 @@ async fn bookings_and_sales_over_http() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     let history = ledger.seat_history(event, &seat).await.unwrap().unwrap();
     assert_eq!(history.history[0].kind, "held");
+}
+
+/// `/me/bookings` a page at a time, for the customer with the most bookings: pages of one,
+/// each at the `next` of the page before, are the bookings of one page of 100 in its order, the
+/// last page has no `next`, every page counts all of them; a bad `limit` or `cursor` is a `400`
+/// that names it.
+async fn pages_of_bookings(app: &Router, auth: &Auth, g: &Generator) {
+    let (fan, _) = g.busiest_customer();
+    let now = chrono::Utc::now();
+    let token = auth.mint(&fan, now, now + chrono::Duration::minutes(5));
+    let bearer = || Some(("authorization", format!("Bearer {token}")));
+    let ids = |v: &Value| -> Vec<String> {
+        let bookings = v["bookings"].as_array().unwrap();
+        bookings
+            .iter()
+            .map(|b| b["reservation_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, _, first) = get(app, "/me/bookings?limit=100", bearer()).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let all = ids(&first);
+    assert!(all.len() >= 3, "{fan} has {} bookings", all.len());
+    assert!(first.get("next").is_none(), "all on one page: {first}");
+    let bookings = first["bookings"].as_array().unwrap();
+    let cancelled = bookings.iter().filter(|b| b["status"] == "cancelled").count();
+    let (mut read, mut path) = (Vec::new(), "/me/bookings?limit=1".to_owned());
+    loop {
+        let (status, _, page) = get(app, &path, bearer()).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {page}");
+        assert_eq!(page["booked_count"], (all.len() - cancelled) as i64);
+        assert_eq!(page["cancelled_count"], cancelled as i64);
+        read.extend(ids(&page));
+        match page["next"].as_str() {
+            Some(next) => path = format!("/me/bookings?limit=1&cursor={next}"),
+            None => break,
+        }
+        assert!(read.len() < all.len(), "a next page after the last booking");
+    }
+    assert_eq!(read, all);
+    for (query, problem) in [
+        ("limit=0", "bad-limit"),
+        ("limit=101", "bad-limit"),
+        ("limit=ten", "bad-limit"),
+        ("cursor=yesterday", "bad-cursor"),
+        ("cursor=1796126400000000.not-a-uuid", "bad-cursor"),
+        (
+            "cursor=99999999999999999999.0192f5c1a3e47d2b9c1e5f3a7b8d9e01",
+            "bad-cursor",
+        ),
+    ] {
+        let (status, ct, body) = get(app, &format!("/me/bookings?{query}"), bearer()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+        assert_eq!(ct, "application/problem+json");
+        assert_eq!(body["type"], format!("urn:frontrow:problem:{problem}"), "{query}");
+    }
 }
 
 /// `?after=` a position answers once the ledger has applied it: not before (a read waiting for

@@ -22,6 +22,8 @@ mod checkout;
 mod errors;
 #[path = "browser/live.rs"]
 mod live;
+#[path = "browser/my_bookings.rs"]
+mod my_bookings;
 #[path = "browser/seating_attributes.rs"]
 mod seating_attributes;
 #[path = "browser/waiting_room.rs"]

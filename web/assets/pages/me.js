@@ -1,6 +1,7 @@
-// `/me`: the signed-in fan's bookings (GET /me/bookings), newest first, with cancel (refund)
-// while the event has not started. `/me?after=PARTITION:OFFSET` (the link after a payment) asks
-// the ledger to answer only once it has applied that position, so a booking just made is listed.
+// `/me`: the signed-in fan's bookings (GET /me/bookings), newest first, a page of 20 at a time
+// ("Show more bookings" reads the next), with cancel (refund) while the event has not started.
+// `/me?after=PARTITION:OFFSET` (the link after a payment) asks the ledger to answer only once it
+// has applied that position, so a booking just made is listed.
 // Seats are named by their section's name on the event's map, as the checkout named them (the
 // ledger keeps section codes only); an event whose map cannot be read shows the codes.
 
@@ -32,10 +33,8 @@ async function sectionNames(bookings) {
   return new Map(await Promise.all(ids.map(async (id) => [id, await namesOf.get(id)])));
 }
 
-/** "2 bookings", "1 booking, 1 cancelled", "1 cancelled booking". */
-function countOf(bookings) {
-  const cancelled = bookings.filter((b) => b.status === 'cancelled').length;
-  const live = bookings.length - cancelled;
+/** All of them, on every page: "2 bookings", "1 booking, 1 cancelled", "1 cancelled booking". */
+function countOf({ booked_count: live, cancelled_count: cancelled }) {
   const plural = (n) => (n === 1 ? '' : 's');
   if (!live && cancelled) return `${cancelled} cancelled booking${plural(cancelled)}`;
   return `${live} booking${plural(live)}${cancelled ? `, ${cancelled} cancelled` : ''}`;
@@ -77,7 +76,36 @@ function booking(b, names, reload) {
   return item;
 }
 
-/** Shows the bookings; `position` (`PARTITION:OFFSET`) waits until the ledger has applied it. */
+/** One page's bookings as cards, their seats named. */
+async function cards(answer) {
+  const names = await sectionNames(answer.bookings);
+  return answer.bookings.map((b) => booking(b, names.get(b.event_id), load));
+}
+
+/** A "Show more bookings" button under the list that reads the page at `next` and puts it
+ * there, with a button for the page after it if there is one. (A cancel reads the list again
+ * from its first page.) */
+function moreButton(next) {
+  const button = el('button', { type: 'button', id: 'more-bookings', className: 'more-button' }, 'Show more bookings');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      const answer = await get(`/me/bookings?cursor=${encodeURIComponent(next)}`);
+      const added = await cards(answer);
+      button.replaceWith(...added, ...(answer.next ? [moreButton(answer.next)] : []));
+      // The keyboard's place was the button, now gone: the first booking added takes it.
+      added[0]?.querySelector('h2 a')?.focus();
+      status.textContent = countOf(answer);
+    } catch (e) {
+      button.disabled = false;
+      showProblem(e);
+    }
+  });
+  return button;
+}
+
+/** Shows the first page of bookings; `position` (`PARTITION:OFFSET`) waits until the ledger has
+ * applied it. */
 async function load(position = after) {
   if (!signedIn()) {
     list.replaceChildren(el('p', { className: 'empty' }, 'Sign in (at the top of the page) to see your bookings.'));
@@ -87,11 +115,10 @@ async function load(position = after) {
   status.textContent = 'Loading your bookings…';
   try {
     const answer = await get(position ? `/me/bookings?after=${encodeURIComponent(position)}&wait_ms=5000` : '/me/bookings');
-    const names = await sectionNames(answer.bookings);
-    const items = answer.bookings.map((b) => booking(b, names.get(b.event_id), load));
-    list.replaceChildren(...items);
+    const items = await cards(answer);
+    list.replaceChildren(...items, ...(answer.next ? [moreButton(answer.next)] : []));
     if (!items.length) list.append(el('p', { className: 'empty' }, 'No bookings yet. ', el('a', { href: '/' }, 'Find something to go to.')));
-    status.textContent = countOf(answer.bookings);
+    status.textContent = countOf(answer);
     clearMessage();
   } catch (e) {
     status.textContent = '';

@@ -114,7 +114,7 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_sees_the_booking_
     b.screenshot("checkout-6-my-bookings").await?;
 
     // Cancel from "My bookings": the row says so at once and the seats are for sale again; the
-    // list the page reads back 1.5 s later (`?after=` the cancellation) still says so.
+    // counts the page reads back (`?after=` the cancellation) say so too.
     b.js("window.confirm = () => true;", vec![]).await?;
     b.click(&format!("{row} .cancel-button")).await?;
     let cancelled = format!("{row} .booking-status[data-status=\"cancelled\"]");
@@ -123,7 +123,7 @@ async fn a_fan_finds_an_event_with_a_typo_picks_two_seats_pays_sees_the_booking_
         api_wait_letter(app, event, seat, 'A').await?;
     }
     // The count is written by the read-back only: "1 cancelled booking" (it said "1 booking"
-    // before) means the list came again.
+    // before) means the ledger's answer came.
     b.wait_for_text("#bookings-status", "1 cancelled booking", WAIT).await?;
     b.wait_for(&cancelled, WAIT).await?;
     let button_gone = b

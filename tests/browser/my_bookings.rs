@@ -1,5 +1,6 @@
 //! My bookings a page at a time: a fan with more bookings than a page holds sees the newest
-//! twenty with all of them counted, and the rest after "Show more bookings", none twice.
+//! twenty with all of them counted, and the rest after "Show more bookings", none twice; a
+//! cancel there keeps the pages she opened.
 
 use std::collections::BTreeSet;
 
@@ -103,5 +104,22 @@ async fn a_fan_with_more_bookings_than_a_page_sees_the_rest_on_request() -> anyh
     b.wait_for_text("#bookings-status", "23 bookings", WAIT).await?;
     b.js("window.scrollTo(0, document.body.scrollHeight);", vec![]).await?;
     b.screenshot("bookings-2-all").await?;
+
+    // A cancel on the second page changes that card and the counts, and leaves the pages shown.
+    let card = format!(".booking[data-reservation-id=\"{}\"]", ids[21]);
+    b.js("window.confirm = () => true;", vec![]).await?;
+    b.click(&format!("{card} .cancel-button")).await?;
+    b.wait_for(&format!("{card} .booking-status[data-status=\"cancelled\"]"), WAIT)
+        .await?;
+    b.wait_for_text("#bookings-status", "22 bookings, 1 cancelled", WAIT)
+        .await?;
+    let after_cancel = shown(&b).await?;
+    b.check(
+        "bookings-kept",
+        after_cancel == ids,
+        format!("{} cards after the cancel, {} before", after_cancel.len(), ids.len()),
+    )
+    .await?;
+    b.screenshot("bookings-3-cancelled-on-page-2").await?;
     scene.finish([b]).await
 }

@@ -40,7 +40,7 @@ function countOf({ booked_count: live, cancelled_count: cancelled }) {
   return `${live} booking${plural(live)}${cancelled ? `, ${cancelled} cancelled` : ''}`;
 }
 
-function booking(b, names, reload) {
+function booking(b, names) {
   const cancelled = b.status === 'cancelled';
   const started = new Date(b.starts_at) <= new Date();
   const item = el('article', { className: `booking${cancelled ? ' booking-cancelled' : ''}`, 'data-reservation-id': b.reservation_id, 'aria-labelledby': `b-${b.reservation_id}` },
@@ -64,8 +64,7 @@ function booking(b, names, reload) {
         item.querySelector('.booking-status').textContent = 'Cancelled and refunded';
         item.querySelector('.booking-status').dataset.status = 'cancelled';
         button.remove();
-        // Read back once the ledger has the cancellation, so the list does not show it booked again.
-        setTimeout(() => reload(refund?.position), 1500);
+        recount(refund?.position);
       } catch (e) {
         button.disabled = false;
         showProblem(e);
@@ -76,15 +75,26 @@ function booking(b, names, reload) {
   return item;
 }
 
+/** After a cancel: the counts read again once the ledger has the cancellation (`position`),
+ * the cards left as they are (the cancelled one already says so), so a fan deep in the list
+ * keeps her place. */
+async function recount(position) {
+  try {
+    const answer = await get(position ? `/me/bookings?limit=1&after=${encodeURIComponent(position)}&wait_ms=5000` : '/me/bookings?limit=1');
+    status.textContent = countOf(answer);
+  } catch (e) {
+    showProblem(e);
+  }
+}
+
 /** One page's bookings as cards, their seats named. */
 async function cards(answer) {
   const names = await sectionNames(answer.bookings);
-  return answer.bookings.map((b) => booking(b, names.get(b.event_id), load));
+  return answer.bookings.map((b) => booking(b, names.get(b.event_id)));
 }
 
 /** A "Show more bookings" button under the list that reads the page at `next` and puts it
- * there, with a button for the page after it if there is one. (A cancel reads the list again
- * from its first page.) */
+ * there, with a button for the page after it if there is one. */
 function moreButton(next) {
   const button = el('button', { type: 'button', id: 'more-bookings', className: 'more-button' }, 'Show more bookings');
   button.addEventListener('click', async () => {

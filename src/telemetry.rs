@@ -160,8 +160,9 @@ fn provider(settings: &Telemetry, endpoint: &str, role: &str) -> anyhow::Result<
 }
 
 /// Colours in the text logs only for a person at a terminal: a file, a pipe or a log shipper
-/// gets plain text (escape codes there are noise in every line, and cost a tenth of the line's
-/// formatting), and `NO_COLOR` (<https://no-color.org>) turns them off at a terminal too.
+/// gets plain text (escape codes there split every field's name from its value, and writing them
+/// was about 3% of the request threads' time in a profile of `/health` under wrk), and
+/// `NO_COLOR` (<https://no-color.org>) turns them off at a terminal too.
 fn colours_on_stderr() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())

@@ -235,17 +235,23 @@ fn stop_reading_stderr(mut child: Child) -> String {
     reading.join().unwrap()
 }
 
+/// What a `serve` at `info` with its stderr piped (and read only from its stop on) wrote after
+/// answering `n` `/health` requests and stopping gracefully.
+async fn stderr_after_health_requests(n: usize) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, base) = serve_unread_stderr(dir.path(), &[]);
+    health_requests(&base, n).await;
+    stop_reading_stderr(child)
+}
+
 /// Log lines are written by a thread of their own: a reader of stderr that stops reading (a
 /// stuck log shipper) fills the pipe, and the requests go on being answered; the lines queued
 /// meanwhile come out once it reads again, and a graceful stop writes the rest.
 #[tokio::test]
 async fn a_stderr_nobody_reads_holds_no_request_up() {
-    let dir = tempfile::tempdir().unwrap();
     // `info`: one line of about 300 bytes per request, so 2,000 of them are ten times what a
     // pipe holds (64 KiB) before a write to it blocks.
-    let (child, base) = serve_unread_stderr(dir.path(), &[]);
-    health_requests(&base, 2_000).await;
-    let text = stop_reading_stderr(child);
+    let text = stderr_after_health_requests(2_000).await;
     let answered = text.matches("request answered").count();
     assert!(answered >= 2_000, "{answered} request lines written");
     assert!(
@@ -289,10 +295,7 @@ async fn log_lines_beyond_a_full_queue_are_dropped_and_counted() {
 /// no terminal colour codes in them, so `status=200` reads as it is written.
 #[tokio::test]
 async fn logs_to_a_pipe_are_plain_text() {
-    let dir = tempfile::tempdir().unwrap();
-    let (child, base) = serve_unread_stderr(dir.path(), &[]);
-    health_requests(&base, 1).await;
-    let text = stop_reading_stderr(child);
+    let text = stderr_after_health_requests(1).await;
     let line = text
         .lines()
         .find(|l| l.contains("request answered"))

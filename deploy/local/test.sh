@@ -17,6 +17,10 @@ if [ "${FRONTROW_KEEP_SERVICES:-0}" != 1 ]; then
   trap './deploy/local/down.sh || true' EXIT
 fi
 
+# A test run builds from scratch and once: incremental-compilation caches would only take disk
+# (many gigabytes across the workspace's test binaries; a CI run once ran out of it).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
 # Formatting and lints first: cheap, and a red run says so before the long part.
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -8,8 +8,8 @@
 //! request rates per customer and per address. [`observe`] gives every request its id, span
 //! and metrics. [`admission`] verifies the waiting room's admission tokens, [`openapi`] holds
 //! what the API description of every problem shares, [`read_after`] the read-your-writes
-//! parameters, and [`strict`] makes struct bodies JSON objects only (serde would also take an
-//! array, matched by position).
+//! parameters, [`page`] the paged lists' `limit`, `cursor` and date filters, and [`strict`]
+//! makes struct bodies JSON objects only (serde would also take an array, matched by position).
 
 pub mod admission;
 pub mod auth;
@@ -18,6 +18,7 @@ mod extract;
 pub mod limits;
 pub mod observe;
 pub mod openapi;
+pub mod page;
 mod problem;
 pub mod read_after;
 pub mod strict;

@@ -17,13 +17,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use frontrow_http::auth::{Customer, Organizer};
 use frontrow_http::read_after::{ReadAfter, not_visible};
-use frontrow_http::{ApiPath, ApiQuery, Problem};
+use frontrow_http::{ApiPath, ApiQuery, Problem, page};
 use frontrow_schema::{EventId, OrganizerId};
 use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
 use crate::ledger::{
     BookingCursor, BookingStatus, CustomerBooking, CustomerBookings, EventSales, Ledger, LedgerReads, SalesLine,
+    booking_cursor,
 };
 use crate::rows::{Ty, Val};
 
@@ -130,31 +131,8 @@ struct BookingsQuery {
 impl BookingsQuery {
     /// The page's cursor and size; a `400` (`bad-limit`, `bad-cursor`) for what does not parse.
     fn page(&self) -> Result<(Option<BookingCursor>, usize), Problem> {
-        let limit = match &self.limit {
-            None => BOOKINGS_PAGE,
-            Some(raw) => raw
-                .parse()
-                .ok()
-                .filter(|n| (1..=MAX_BOOKINGS_PAGE).contains(n))
-                .ok_or_else(|| {
-                    Problem::bad_request(
-                        "bad-limit",
-                        format!("limit={raw:?} is not a whole number from 1 to {MAX_BOOKINGS_PAGE}"),
-                    )
-                    .with("parameter", "limit")
-                })?,
-        };
-        let cursor = match &self.cursor {
-            None => None,
-            Some(raw) => Some(raw.parse().map_err(|()| {
-                Problem::bad_request(
-                    "bad-cursor",
-                    format!("cursor={raw:?} is not the `next` of a page of bookings"),
-                )
-                .with("parameter", "cursor")
-            })?),
-        };
-        Ok((cursor, limit))
+        let limit = page::limit(self.limit.as_deref(), BOOKINGS_PAGE, MAX_BOOKINGS_PAGE)?;
+        Ok((page::cursor(self.cursor.as_deref(), "bookings")?, limit))
     }
 }
 
@@ -186,10 +164,7 @@ async fn my_bookings(
         .map_err(Problem::internal)?;
     let more = bookings.len() > limit;
     bookings.truncate(limit);
-    let next = bookings
-        .last()
-        .filter(|_| more)
-        .map(|b| BookingCursor::after(b).to_string());
+    let next = bookings.last().filter(|_| more).map(|b| booking_cursor(b).to_string());
     let (booked_count, cancelled_count) = ledger
         .customer_booking_counts(&customer)
         .await

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use frontrow_http::page::Cursor;
 use frontrow_schema::{CustomerId, EventId, ReservationId, SeatId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -162,48 +163,14 @@ pub struct CustomerBookings {
     pub next: Option<String>,
 }
 
-/// Where a page of a customer's bookings starts: just after this booking in the order newest
-/// first (then by reservation id, since a batch books many at one instant).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BookingCursor {
-    pub booked_at: DateTime<Utc>,
-    pub reservation_id: Uuid,
-}
+/// Where a page of a customer's bookings starts: just after the booking at `at` (its
+/// `booked_at`) with reservation `id`, in the order newest first, then by reservation id (a
+/// batch books many at one instant).
+pub type BookingCursor = Cursor;
 
-impl BookingCursor {
-    /// The cursor just after `booking`.
-    pub fn after(booking: &CustomerBooking) -> Self {
-        Self {
-            booked_at: booking.booked_at,
-            reservation_id: booking.reservation_id,
-        }
-    }
-}
-
-/// A cursor as a client passes it on: `MICROS.UUID` (the booking time in microseconds since
-/// 1970, the reservation id without hyphens). Opaque to clients.
-impl std::fmt::Display for BookingCursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}.{}",
-            self.booked_at.timestamp_micros(),
-            self.reservation_id.simple()
-        )
-    }
-}
-
-impl std::str::FromStr for BookingCursor {
-    type Err = ();
-
-    fn from_str(s: &str) -> Result<Self, ()> {
-        let (micros, id) = s.split_once('.').ok_or(())?;
-        let micros: i64 = micros.parse().map_err(|_| ())?;
-        Ok(Self {
-            booked_at: DateTime::from_timestamp_micros(micros).ok_or(())?,
-            reservation_id: Uuid::try_parse(id).map_err(|_| ())?,
-        })
-    }
+/// The cursor just after `booking`.
+pub fn booking_cursor(booking: &CustomerBooking) -> BookingCursor {
+    Cursor::new(booking.booked_at, booking.reservation_id)
 }
 
 /// Sales of one section and price tier (or of the whole event, with both empty).

@@ -136,11 +136,7 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
             None => ("", vec![customer.as_str().into()]),
             Some(c) => (
                 "AND (b.booked_at < $2 OR (b.booked_at = $2 AND b.reservation_id > $3))",
-                vec![
-                    customer.as_str().into(),
-                    Val::Time(c.booked_at),
-                    Val::Uuid(c.reservation_id),
-                ],
+                vec![customer.as_str().into(), Val::Time(c.at), Val::Uuid(c.id)],
             ),
         };
         let limit_at = params.len() + 1;

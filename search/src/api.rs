@@ -19,7 +19,6 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
-use chrono::{DateTime, NaiveDate, Utc};
 use frontrow_http::{ApiQuery, Problem};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
@@ -29,8 +28,6 @@ use crate::text;
 
 /// The longest query accepted, in characters.
 pub const MAX_QUERY_CHARS: usize = 200;
-/// The longest city filter accepted, in characters.
-pub const MAX_CITY_CHARS: usize = 100;
 /// The last page that can be asked for.
 pub const MAX_PAGE: usize = 50;
 /// How long a cached answer is served without asking the index again.
@@ -141,28 +138,6 @@ struct Checked {
     key: String,
 }
 
-fn parse_instant(name: &str, raw: &str, end_of_day: bool) -> Result<DateTime<Utc>, Problem> {
-    let raw = raw.trim();
-    if let Ok(at) = DateTime::parse_from_rfc3339(raw) {
-        return Ok(at.with_timezone(&Utc));
-    }
-    if let Ok(day) = NaiveDate::parse_from_str(raw, "%Y-%m-%d") {
-        let time = if end_of_day {
-            day.and_hms_opt(23, 59, 59)
-        } else {
-            day.and_hms_opt(0, 0, 0)
-        };
-        if let Some(time) = time {
-            return Ok(time.and_utc());
-        }
-    }
-    Err(Problem::bad_request(
-        "bad-date",
-        format!("{name}={raw:?} is not a date (YYYY-MM-DD) or an RFC 3339 instant"),
-    )
-    .with("parameter", name))
-}
-
 impl SearchParams {
     fn check(self) -> Result<Checked, Problem> {
         let text = self.q.unwrap_or_default();
@@ -196,30 +171,8 @@ impl SearchParams {
             )
             .with("parameter", "q"));
         }
-        let city = match self.city.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
-            Some(c) if c.chars().count() > MAX_CITY_CHARS => {
-                return Err(Problem::unprocessable(
-                    "city-too-long",
-                    format!("the city filter is at most {MAX_CITY_CHARS} characters"),
-                )
-                .with("parameter", "city"));
-            }
-            Some(c) => Some(c.to_owned()),
-            None => None,
-        };
-        let nonempty = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
-        let from = nonempty(self.from)
-            .map(|v| parse_instant("from", &v, false))
-            .transpose()?;
-        let to = nonempty(self.to).map(|v| parse_instant("to", &v, true)).transpose()?;
-        if let (Some(from), Some(to)) = (from, to)
-            && from > to
-        {
-            return Err(Problem::unprocessable(
-                "bad-date-range",
-                format!("from ({from}) is after to ({to})"),
-            ));
-        }
+        let city = frontrow_http::page::city(self.city.as_deref())?.map(str::to_owned);
+        let (from, to) = frontrow_http::page::date_range(self.from.as_deref(), self.to.as_deref())?;
         // `available` and `page` are a boolean and an integer: given empty, they are refused like
         // any other value that is not one (the text filters above may be left empty).
         let available = match self.available.as_deref().map(str::trim) {

@@ -221,8 +221,8 @@ async fn restart(
 
 /// Whether the node, just ready, lists every event and has the newest one's map in full.
 async fn loaded(http: &reqwest::Client, base: &str, events: usize, newest: &str) -> anyhow::Result<(bool, String)> {
-    let listed: Value = http.get(format!("{base}/events")).send().await?.json().await?;
-    let listed = listed["events"].as_array().map_or(0, Vec::len);
+    let listed: Value = http.get(format!("{base}/events?limit=1")).send().await?.json().await?;
+    let listed = listed["total"].as_u64().map_or(0, |n| n as usize);
     let map = http.get(format!("{base}/events/{newest}/availability")).send().await?;
     let status = map.status().as_u16();
     let available = if status == 200 {

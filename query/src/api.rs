@@ -18,6 +18,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
+use frontrow_http::page::{self, Cursor};
 use frontrow_http::read_after::{ReadAfter, not_visible};
 use frontrow_http::{ApiPath, ApiQuery, IfNoneMatch, NotModified, Problem, none_match};
 use frontrow_journal::Position;
@@ -25,7 +26,7 @@ use frontrow_schema::EventId;
 use serde::Deserialize;
 use utoipa::{IntoParams, OpenApi};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, EventFilter};
 use crate::replays::{Replayer, replay_permit_or_overloaded};
 use crate::streams::StreamSlots;
 use crate::travel::{At, ReplayFrom, TravelError, TravelLimits, replay_to};
@@ -180,7 +181,11 @@ fn live_availability(catalog: &Catalog, event_id: &EventId, headers: &HeaderMap)
 
 frontrow_http::problems! {
     /// What listing events refuses with.
-    ListProblems = [READ_AFTER];
+    ListProblems = [READ_AFTER, &[
+        Cause::new(400, "`bad-limit`: `limit` is not a whole number from 1 to 100; `bad-cursor`: `cursor` is not a \
+            `next` this API gave; `bad-date`: `from` or `to` is neither a day (`YYYY-MM-DD`) nor an RFC 3339 instant"),
+        Cause::new(422, "`city-too-long`: `city` is over 100 characters; `bad-date-range`: `from` is after `to`"),
+    ]];
     /// What reading one event refuses with.
     DetailsProblems = [EVENT_PATH, READ_AFTER];
     /// What an availability read refuses with.
@@ -192,12 +197,50 @@ frontrow_http::problems! {
               requests; retry after `Retry-After` seconds")]];
 }
 
-/// Every event, soonest first.
+/// Events on a page when the client does not say, and at most.
+const EVENTS_PAGE: usize = 20;
+const MAX_EVENTS_PAGE: usize = 100;
+
+/// Which events to list, and which page of them.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct EventsQuery {
+    /// Only events in this city: its whole name, in any case (at most 100 characters).
+    #[param(example = "Berlin")]
+    city: Option<String>,
+    /// Only events starting at or after this day (`YYYY-MM-DD`, UTC) or RFC 3339 instant.
+    #[param(example = "2027-02-01")]
+    from: Option<String>,
+    /// Only events starting at or before this instant, or on or before this day (all of it).
+    #[param(example = "2027-02-28")]
+    to: Option<String>,
+    /// Events on the page, 1 to 100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    limit: Option<String>,
+    /// The `next` of the page before (opaque); without it, the soonest events.
+    #[param(example = "1796126400000000.0192f5c1a3e47d2b9c1e5f3a7b8d9e01")]
+    cursor: Option<String>,
+}
+
+impl EventsQuery {
+    /// The filter, the page's cursor and its size, or the problem with the first that is bad.
+    fn checked(&self) -> Result<(EventFilter, Option<Cursor>, usize), Problem> {
+        let city = page::city(self.city.as_deref())?;
+        let (from, to) = page::date_range(self.from.as_deref(), self.to.as_deref())?;
+        let limit = page::limit(self.limit.as_deref(), EVENTS_PAGE, MAX_EVENTS_PAGE)?;
+        let cursor = page::cursor(self.cursor.as_deref(), "events")?;
+        Ok((EventFilter::new(city, from, to), cursor, limit))
+    }
+}
+
+/// A page of the events, soonest first, optionally of one city and within dates: `limit` of them
+/// (20 by default), the next page at `?cursor=` the answer's `next`, and how many there are in
+/// all (`total`).
 #[utoipa::path(
     get, path = "/events", tag = "events",
-    params(ReadAfter),
+    params(EventsQuery, ReadAfter),
     responses(
-        (status = 200, description = "Every event, soonest first", body = EventList,
+        (status = 200, description = "A page of the events, soonest first", body = EventList,
             headers(("Cache-Control" = String))),
         ListProblems,
     )
@@ -205,11 +248,16 @@ frontrow_http::problems! {
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list_events(
     State(catalog): State<Arc<Catalog>>,
+    ApiQuery(list): ApiQuery<EventsQuery>,
     ApiQuery(read): ApiQuery<ReadAfter>,
 ) -> Result<Response, Problem> {
+    let (filter, cursor, limit) = list.checked()?;
     wait(&read, &catalog).await?;
+    let page = catalog.list(&filter, cursor, limit);
     let list = EventList {
-        events: catalog.events(),
+        events: page.events,
+        total: page.total,
+        next: page.next.map(|c| c.to_string()),
     };
     let body = serde_json::to_vec(&list).map_err(Problem::internal)?;
     let headers = [

@@ -17,9 +17,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use frontrow_http::page::Cursor;
 use frontrow_journal::{Follower, Journal, Offset, Position, Scan, StoredRecord};
 use frontrow_schema::partition::partition_of;
-use frontrow_schema::{Envelope, Event, EventId, SeatId, decode};
+use frontrow_schema::{Envelope, Event, EventId, EventScheduled, SeatId, decode};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, error, info, warn};
@@ -89,6 +91,43 @@ pub fn seat_deltas<'a>(envelopes: impl IntoIterator<Item = &'a (Position, Envelo
             })
         })
         .collect()
+}
+
+/// Which events a list shows: those in a city (its whole name, in any case) starting within
+/// `from..=to`; each absent bound admits all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// The city, lowercased once here so that no event's needs to be copied.
+    city: Option<String>,
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+}
+
+impl EventFilter {
+    pub fn new(city: Option<&str>, from: Option<DateTime<Utc>>, to: Option<DateTime<Utc>>) -> Self {
+        Self {
+            city: city.map(|c| c.chars().flat_map(char::to_lowercase).collect()),
+            from,
+            to,
+        }
+    }
+
+    fn admits(&self, event: &EventScheduled) -> bool {
+        let in_city = |city: &str| event.city.chars().flat_map(char::to_lowercase).eq(city.chars());
+        self.city.as_deref().is_none_or(in_city)
+            && self.from.is_none_or(|from| event.starts_at >= from)
+            && self.to.is_none_or(|to| event.starts_at <= to)
+    }
+}
+
+/// A page of a list of events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventPage {
+    pub events: Vec<EventSummary>,
+    /// How many events the filter admits, on every page.
+    pub total: usize,
+    /// Where the next page starts; `None` on the last.
+    pub next: Option<Cursor>,
 }
 
 /// The events of one journal partition and how far its follower got.
@@ -360,18 +399,39 @@ impl Catalog {
         events.get(event_id).map(read)
     }
 
-    /// Every event, soonest first.
-    pub fn events(&self) -> Vec<EventSummary> {
-        let mut events: Vec<EventSummary> = self
-            .partitions
+    /// A page of the events `filter` admits, soonest first (then by id): at most `limit` of them
+    /// after `after`, with how many it admits in all. The work is one pass over the events
+    /// that copies nothing but their start and id, and a summary for each event on the page.
+    pub fn list(&self, filter: &EventFilter, after: Option<Cursor>, limit: usize) -> EventPage {
+        let mut total = 0;
+        let mut keys: Vec<Cursor> = Vec::new();
+        for part in &self.partitions {
+            let events = part.events.read().unwrap_or_else(PoisonError::into_inner);
+            for event in events.values().filter(|e| filter.admits(e.info())) {
+                total += 1;
+                let key = Cursor::new(event.info().starts_at, event.info().event_id.as_uuid());
+                if after.is_none_or(|after| key > after) {
+                    keys.push(key);
+                }
+            }
+        }
+        // The page's keys and one more (which says there is a next page), without sorting all.
+        if keys.len() > limit + 1 {
+            keys.select_nth_unstable(limit);
+            keys.truncate(limit + 1);
+        }
+        keys.sort_unstable();
+        let more = keys.len() > limit;
+        keys.truncate(limit);
+        let events: Vec<EventSummary> = keys
             .iter()
-            .flat_map(|p| {
-                let events = p.events.read().unwrap_or_else(PoisonError::into_inner);
-                events.values().map(LiveEvent::summary).collect::<Vec<_>>()
-            })
+            .filter_map(|key| self.with_event(&EventId::from_uuid(key.id), LiveEvent::summary))
             .collect();
-        events.sort_by_key(|e| (e.starts_at, e.event_id));
-        events
+        EventPage {
+            next: keys.last().filter(|_| more).copied(),
+            events,
+            total,
+        }
     }
 
     pub fn details(&self, event_id: &EventId) -> Option<EventDetails> {

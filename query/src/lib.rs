@@ -25,7 +25,7 @@ pub mod travel;
 pub mod views;
 
 pub use api::{QueryApi, router, router_with_streams};
-pub use catalog::Catalog;
+pub use catalog::{Catalog, EventFilter, EventPage};
 pub use views::{
     AvailabilityMap, EventDetails, EventList, EventSummary, Legend, RowAvailability, SeatCounts, SeatStatus,
     SectionAvailability, ZoneAvailability,

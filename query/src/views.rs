@@ -162,10 +162,15 @@ pub struct EventSummary {
     pub seats: SeatCounts,
 }
 
-/// Every known event, soonest first.
+/// A page of the events a list's filters admit, soonest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct EventList {
     pub events: Vec<EventSummary>,
+    /// How many events the filters admit, on all pages.
+    pub total: usize,
+    /// The `cursor` of the next page; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// One event with its seat map.

@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use frontrow_journal::Position;
-use frontrow_query::{AvailabilityMap, SeatCounts, SeatStatus};
+use frontrow_query::{AvailabilityMap, Catalog, EventFilter, SeatCounts, SeatStatus};
 use frontrow_schema::partition::partition_of;
-use frontrow_schema::{EventId, ReleaseReason, ReservationId, SeatMapChanged};
+use frontrow_schema::{Event, EventId, ReleaseReason, ReservationId, SeatMapChanged};
 
 use crate::support::*;
 
@@ -164,7 +165,7 @@ async fn undecodable_and_orphan_records_are_skipped() {
     let catalog = log.catalog().await;
     assert!(catalog.wait_for(last, WAIT).await);
     assert_eq!(catalog.counts(&event), Some(nine_seats(8, 1, 0)));
-    assert_eq!(catalog.events().len(), 1);
+    assert_eq!(catalog.list(&EventFilter::default(), None, 10).total, 1);
 }
 
 #[tokio::test]
@@ -226,24 +227,88 @@ async fn wait_for_sees_a_position_written_after_it_started_and_gives_up_on_one_n
     );
 }
 
+/// Every page of `filter`'s list at `limit` a page, in order, each page's `total` checked.
+fn every_page(catalog: &Catalog, filter: &EventFilter, limit: usize, total: usize) -> Vec<EventId> {
+    let mut listed = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = catalog.list(filter, cursor, limit);
+        assert_eq!(page.total, total, "limit {limit}");
+        assert!(page.events.len() <= limit);
+        listed.extend(page.events.iter().map(|e| e.event_id));
+        match page.next {
+            Some(next) => {
+                assert_eq!(page.events.len(), limit, "a page before the last is full");
+                // The cursor is what a client passes back as text.
+                cursor = Some(next.to_string().parse().unwrap());
+            }
+            None => return listed,
+        }
+    }
+}
+
+/// An event as the list orders it (start, then id), with its id and city.
+type Listed = (DateTime<Utc>, uuid::Uuid, EventId, &'static str);
+
 #[tokio::test]
-async fn events_are_listed_soonest_first_across_partitions() {
+async fn events_page_through_soonest_first_across_partitions_and_filter() {
     let log = TestLog::new();
     let catalog = log.catalog().await;
-    let mut expected = Vec::new();
+    let cities = ["Lyon", "München", "Paris"];
+    let mut all = Vec::new();
     let mut last = Vec::new();
-    for (i, day) in [5, 2, 9, 1, 7, 3].into_iter().enumerate() {
+    // 23 events on 7 days: many start at one instant, so ties are parted by id.
+    for i in 0..23u32 {
         let event = EventId::new();
-        last.push(
-            log.append(event, scheduled(event, &format!("Show {i}"), at(day), small_map()))
-                .await,
-        );
-        expected.push((day, event));
+        let day = 1 + (i * 5) % 7;
+        let city = cities[i as usize % 3];
+        let mut fact = scheduled(event, &format!("Show {i}"), at(day), small_map());
+        if let Event::EventScheduled(e) = &mut fact {
+            e.city = city.into();
+        }
+        last.push(log.append(event, fact).await);
+        all.push((at(day), event.as_uuid(), event, city));
     }
     for position in last {
         assert!(catalog.wait_for(position, WAIT).await);
     }
-    expected.sort();
-    let listed: Vec<EventId> = catalog.events().iter().map(|e| e.event_id).collect();
-    assert_eq!(listed, expected.iter().map(|(_, e)| *e).collect::<Vec<_>>());
+    all.sort();
+    let ids =
+        |keep: &dyn Fn(&Listed) -> bool| -> Vec<EventId> { all.iter().filter(|e| keep(e)).map(|e| e.2).collect() };
+
+    let everything = ids(&|_| true);
+    for limit in [1, 2, 5, 22, 23, 24, 100] {
+        assert_eq!(
+            every_page(&catalog, &EventFilter::default(), limit, 23),
+            everything,
+            "limit {limit}"
+        );
+    }
+    // A city in any case, its non-ASCII letters too.
+    let munich = ids(&|e| e.3 == "München");
+    assert_eq!(munich.len(), 8);
+    for city in ["München", "MÜNCHEN", "münchen"] {
+        let filter = EventFilter::new(Some(city), None, None);
+        assert_eq!(every_page(&catalog, &filter, 3, 8), munich, "{city}");
+    }
+    assert_eq!(
+        every_page(&catalog, &EventFilter::new(Some("Munich"), None, None), 5, 0),
+        Vec::<EventId>::new()
+    );
+    // Bounds are inclusive, and combine with the city.
+    let (from, to) = (at(3), at(5));
+    let dated = ids(&|e| e.0 >= from && e.0 <= to);
+    assert!(!dated.is_empty() && dated.len() < 23);
+    let filter = EventFilter::new(None, Some(from), Some(to));
+    assert_eq!(every_page(&catalog, &filter, 4, dated.len()), dated);
+    let lyon_dated = ids(&|e| e.0 >= from && e.0 <= to && e.3 == "Lyon");
+    let filter = EventFilter::new(Some("lyon"), Some(from), Some(to));
+    assert_eq!(every_page(&catalog, &filter, 2, lyon_dated.len()), lyon_dated);
+    // A cursor past the end is an empty last page.
+    let past = frontrow_http::page::Cursor {
+        at: at(28),
+        id: uuid::Uuid::nil(),
+    };
+    let page = catalog.list(&EventFilter::default(), Some(past), 10);
+    assert_eq!((page.events.len(), page.total, page.next), (0, 23, None));
 }

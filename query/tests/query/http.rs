@@ -230,6 +230,52 @@ async fn bad_requests_are_problems() {
 }
 
 #[tokio::test]
+async fn a_bad_page_or_filter_of_the_list_is_a_problem_naming_it() {
+    let (_log, catalog, _event) = one_event(small_map()).await;
+    let long_city = "a".repeat(101);
+    let bad = [
+        ("limit=0", StatusCode::BAD_REQUEST, "bad-limit", Some("limit")),
+        ("limit=101", StatusCode::BAD_REQUEST, "bad-limit", Some("limit")),
+        ("limit=ten", StatusCode::BAD_REQUEST, "bad-limit", Some("limit")),
+        (
+            "cursor=yesterday",
+            StatusCode::BAD_REQUEST,
+            "bad-cursor",
+            Some("cursor"),
+        ),
+        (
+            "cursor=1796126400000000.nope",
+            StatusCode::BAD_REQUEST,
+            "bad-cursor",
+            Some("cursor"),
+        ),
+        ("from=tomorrow", StatusCode::BAD_REQUEST, "bad-date", Some("from")),
+        ("to=2026-02-30", StatusCode::BAD_REQUEST, "bad-date", Some("to")),
+        (
+            "from=2026-06-02&to=2026-06-01",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "bad-date-range",
+            None,
+        ),
+        (
+            &*format!("city={long_city}"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "city-too-long",
+            Some("city"),
+        ),
+    ];
+    for (query, status, kind, parameter) in bad {
+        let problem = get(&catalog, &format!("/events?{query}"), &[])
+            .await
+            .assert_problem(status, kind);
+        assert_eq!(problem["parameter"].as_str(), parameter, "{query}");
+    }
+    // Blank filters are no filters.
+    let all = get(&catalog, "/events?city=&from=&to=%20", &[]).await;
+    assert_eq!((all.status, all.json()["total"].as_u64()), (StatusCode::OK, Some(1)));
+}
+
+#[tokio::test]
 async fn events_are_listed_and_described() {
     let (log, catalog, event) = one_event(small_map()).await;
     let earlier = EventId::new();
@@ -245,7 +291,10 @@ async fn events_are_listed_and_described() {
         list.header("cache-control"),
         Some("public, max-age=1, stale-while-revalidate=5")
     );
-    let events = list.json()["events"].as_array().unwrap().clone();
+    let list = list.json();
+    assert_eq!(list["total"], 2);
+    assert!(list.get("next").is_none(), "one page: {list}");
+    let events = list["events"].as_array().unwrap().clone();
     assert_eq!(events.len(), 2);
     assert_eq!(events[0]["event_id"], earlier.to_string());
     assert_eq!(events[1]["title"], "Night");
@@ -254,6 +303,39 @@ async fn events_are_listed_and_described() {
     for field in ["artist", "venue", "city", "starts_at", "onsale_at"] {
         assert!(events[1][field].is_string(), "{field}");
     }
+
+    // A page at a time: the next page at `cursor`, the filters in the query.
+    let first = get(&catalog, "/events?limit=1", &[]).await.json();
+    assert_eq!(
+        (first["total"].as_u64(), first["events"][0]["event_id"].as_str()),
+        (Some(2), Some(&*earlier.to_string()))
+    );
+    let next = first["next"].as_str().unwrap();
+    let second = get(&catalog, &format!("/events?limit=1&cursor={next}"), &[])
+        .await
+        .json();
+    assert_eq!(second["events"][0]["event_id"], event.to_string());
+    assert!(second.get("next").is_none(), "{second}");
+    let day = at(1).format("%Y-%m-%d");
+    let evening = get(
+        &catalog,
+        &format!("/events?city=LYON&from={day}T18:00:00Z&to={day}"),
+        &[],
+    )
+    .await
+    .json();
+    assert_eq!(
+        (evening["total"].as_u64(), evening["events"][0]["title"].as_str()),
+        (Some(1), Some("Night"))
+    );
+    let elsewhere = get(&catalog, "/events?city=Paris", &[]).await.json();
+    assert_eq!(
+        (
+            elsewhere["total"].as_u64(),
+            elsewhere["events"].as_array().map(Vec::len)
+        ),
+        (Some(0), Some(0))
+    );
 
     let details = get(&catalog, &format!("/events/{event}"), &[]).await;
     assert_eq!(details.status, StatusCode::OK);

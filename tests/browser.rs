@@ -16,6 +16,8 @@ mod support;
 
 #[path = "browser/big_map.rs"]
 mod big_map;
+#[path = "browser/catalogue.rs"]
+mod catalogue;
 #[path = "browser/checkout.rs"]
 mod checkout;
 #[path = "browser/errors.rs"]

@@ -12,13 +12,7 @@ use crate::support::*;
 
 /// The booking cards on the page, by reservation id, in the page's order.
 async fn shown(b: &frontrow_browser::Browser) -> anyhow::Result<Vec<String>> {
-    let ids = b
-        .js(
-            "return [...document.querySelectorAll('#bookings .booking')].map((e) => e.dataset.reservationId);",
-            vec![],
-        )
-        .await?;
-    Ok(serde_json::from_value(ids)?)
+    data_of(b, "#bookings .booking", "reservationId").await
 }
 
 #[tokio::test]

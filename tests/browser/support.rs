@@ -307,6 +307,18 @@ pub async fn check_count(b: &Browser, shot: &str, css: &str, n: u64, what: &str)
         .await
 }
 
+/// The `data-*` attribute `key` (as `dataset` names it: `eventId` for `data-event-id`) of every
+/// element matching `css`, in the page's order.
+pub async fn data_of(b: &Browser, css: &str, key: &str) -> anyhow::Result<Vec<String>> {
+    let values = b
+        .js(
+            "return [...document.querySelectorAll(arguments[0])].map((e) => e.dataset[arguments[1]]);",
+            vec![json!(css), json!(key)],
+        )
+        .await?;
+    Ok(serde_json::from_value(values)?)
+}
+
 /// Waits until the element matching `css` is displayed and returns its text.
 pub async fn shown_text(b: &Browser, css: &str) -> anyhow::Result<String> {
     b.wait_for(css, WAIT).await?;

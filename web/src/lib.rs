@@ -50,6 +50,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("lib/layout.js", JS),
     asset!("lib/format.js", JS),
     asset!("lib/seatmap.js", JS),
+    asset!("lib/paging.js", JS),
     asset!("pages/search.js", JS),
     asset!("pages/event.js", JS),
     asset!("pages/hold.js", JS),

@@ -8,6 +8,7 @@
 import { get, post } from '../lib/api.js';
 import { el, money, newKey, seatName, when } from '../lib/format.js';
 import { clearMessage, mountLayout, retryNotice, showMessage, showProblem } from '../lib/layout.js';
+import { pager } from '../lib/paging.js';
 import { onChange, signedIn } from '../lib/session.js';
 
 const list = document.getElementById('bookings');
@@ -93,26 +94,16 @@ async function cards(answer) {
   return answer.bookings.map((b) => booking(b, names.get(b.event_id)));
 }
 
-/** A "Show more bookings" button under the list that reads the page at `next` and puts it
- * there, with a button for the page after it if there is one. */
-function moreButton(next) {
-  const button = el('button', { type: 'button', id: 'more-bookings', className: 'more-button' }, 'Show more bookings');
-  button.addEventListener('click', async () => {
-    button.disabled = true;
-    try {
-      const answer = await get(`/me/bookings?cursor=${encodeURIComponent(next)}`);
-      const added = await cards(answer);
-      button.replaceWith(...added, ...(answer.next ? [moreButton(answer.next)] : []));
-      // The keyboard's place was the button, now gone: the first booking added takes it.
-      added[0]?.querySelector('h2 a')?.focus();
-      status.textContent = countOf(answer);
-    } catch (e) {
-      button.disabled = false;
-      showProblem(e);
-    }
-  });
-  return button;
-}
+/** The pages after the first, a "Show more bookings" button away. */
+const more = pager(list, {
+  id: 'more-bookings',
+  label: 'Show more bookings',
+  async read(next) {
+    const answer = await get(`/me/bookings?cursor=${encodeURIComponent(next)}`);
+    return { items: await cards(answer), next: answer.next, shown: () => { status.textContent = countOf(answer); } };
+  },
+  focusOf: (item) => item.querySelector('h2 a'),
+});
 
 /** Shows the first page of bookings; `position` (`PARTITION:OFFSET`) waits until the ledger has
  * applied it. */
@@ -120,13 +111,15 @@ async function load(position = after) {
   if (!signedIn()) {
     list.replaceChildren(el('p', { className: 'empty' }, 'Sign in (at the top of the page) to see your bookings.'));
     status.textContent = '';
+    more.show(null);
     return;
   }
   status.textContent = 'Loading your bookings…';
   try {
     const answer = await get(position ? `/me/bookings?after=${encodeURIComponent(position)}&wait_ms=5000` : '/me/bookings');
     const items = await cards(answer);
-    list.replaceChildren(...items, ...(answer.next ? [moreButton(answer.next)] : []));
+    list.replaceChildren(...items);
+    more.show(answer.next);
     if (!items.length) list.append(el('p', { className: 'empty' }, 'No bookings yet. ', el('a', { href: '/' }, 'Find something to go to.')));
     status.textContent = countOf(answer);
     clearMessage();

@@ -1,10 +1,12 @@
-// `/`: what is on sale. The catalogue when the box is empty; as-you-type search over
-// GET /search otherwise (typos forgiven, matches highlighted), with city and date filters.
+// `/`: what is on sale. The catalogue (GET /events, soonest first) when the box is empty;
+// as-you-type search over GET /search otherwise (typos forgiven, matches highlighted). Both
+// filtered by city and dates on the server and read 20 at a time ("Show more events").
 // Arrow keys move between results, Enter opens one.
 
 import { get, ApiError } from '../lib/api.js';
 import { el, money, when } from '../lib/format.js';
 import { clearMessage, mountLayout, showProblem } from '../lib/layout.js';
+import { pager } from '../lib/paging.js';
 
 const input = document.getElementById('search-input');
 const city = document.getElementById('city-filter');
@@ -12,6 +14,9 @@ const from = document.getElementById('from-filter');
 const to = document.getElementById('to-filter');
 const results = document.getElementById('results');
 const status = document.getElementById('results-status');
+
+/** The last page of a search that can be read (the API's `page` is 1 to 50). */
+const MAX_SEARCH_PAGE = 50;
 
 let controller = null;
 let timer = 0;
@@ -54,14 +59,6 @@ function card(event, { hit = null } = {}) {
     el('span', { className: 'result-facts' }, left, onsale, price ? el('span', { className: 'price' }, price) : null));
 }
 
-function inRange(event) {
-  const start = new Date(event.starts_at);
-  if (city.value.trim() && event.city.toLowerCase() !== city.value.trim().toLowerCase()) return false;
-  if (from.value && start < new Date(`${from.value}T00:00:00Z`)) return false;
-  if (to.value && start > new Date(`${to.value}T23:59:59.999Z`)) return false;
-  return true;
-}
-
 function show(cards, total, words) {
   results.replaceChildren(...cards);
   status.textContent = total === 0 ? `No events ${words}` : `${total} event${total === 1 ? '' : 's'} ${words}`;
@@ -72,30 +69,45 @@ function show(cards, total, words) {
   }
 }
 
+/** The query of a read of the list as the filters stand (`q` for a search), and `extra`. */
+function query(extra = {}) {
+  const params = new URLSearchParams();
+  for (const [key, value] of [['q', input.value.trim()], ['city', city.value.trim()], ['from', from.value], ['to', to.value]]) {
+    if (value) params.set(key, value);
+  }
+  for (const [key, value] of Object.entries(extra)) params.set(key, value);
+  return params;
+}
+
+/** One page of the list: the catalogue's at a cursor, or a search's by page number. */
+async function readPage(next, signal) {
+  if (!input.value.trim()) {
+    const list = await get(`/events?${query(next ? { cursor: next } : {})}`, { auth: false, signal });
+    return { items: list.events.map((e) => card(e)), next: list.next, total: list.total };
+  }
+  const page = next ?? 1;
+  const found = await get(`/search?${query({ page })}`, { auth: false, signal });
+  const more = page < found.pages && page < MAX_SEARCH_PAGE;
+  return { items: found.hits.map((hit) => card(hit, { hit })), next: more ? page + 1 : null, total: found.total };
+}
+
+const more = pager(results, {
+  id: 'more-events',
+  label: 'Show more events',
+  read: (next) => readPage(next, controller?.signal),
+});
+
 async function refresh() {
   controller?.abort();
   controller = new AbortController();
   const q = input.value.trim();
-  const params = new URLSearchParams(location.search);
-  for (const [key, value] of [['q', q], ['city', city.value.trim()], ['from', from.value], ['to', to.value]]) {
-    if (value) params.set(key, value);
-    else params.delete(key);
-  }
+  const params = query();
   history.replaceState(null, '', params.toString() ? `/?${params}` : '/');
   results.setAttribute('aria-busy', 'true');
   try {
-    if (!q) {
-      const list = await get('/events', { auth: false, signal: controller.signal });
-      const events = list.events.filter(inRange);
-      show(events.map((e) => card(e)), events.length, 'on sale');
-    } else {
-      const search = new URLSearchParams({ q });
-      if (city.value.trim()) search.set('city', city.value.trim());
-      if (from.value) search.set('from', from.value);
-      if (to.value) search.set('to', to.value);
-      const found = await get(`/search?${search}`, { auth: false, signal: controller.signal });
-      show(found.hits.map((hit) => card(hit, { hit })), found.total, `match “${q}”`);
-    }
+    const page = await readPage(null, controller.signal);
+    show(page.items, page.total, q ? `match “${q}”` : 'on sale');
+    more.show(page.next);
     clearMessage();
   } catch (e) {
     if (e.name === 'AbortError') return;

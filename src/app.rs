@@ -161,6 +161,7 @@ async fn open_journal_backend(settings: &Settings, reads: Reads) -> anyhow::Resu
         JournalChoice::Sqlite => {
             let path = settings.data_dir.join("journal.db");
             let journal = SqliteJournal::open(&path, settings.partitions).context("opening the embedded journal")?;
+            journal.keep_snapshots(settings.snapshot_history);
             if reads == Reads::Mapped {
                 journal.map_reads().context("mapping the embedded journal")?;
             }
@@ -171,6 +172,9 @@ async fn open_journal_backend(settings: &Settings, reads: Reads) -> anyhow::Resu
                 topic: topic.clone(),
                 replication: settings.kafka.replication,
                 min_insync_replicas: settings.kafka.min_insync_replicas,
+                snapshot_history_retention: std::time::Duration::from_secs(
+                    settings.kafka.snapshot_history_hours.saturating_mul(3600),
+                ),
                 ..KafkaSettings::new(brokers.clone(), settings.partitions)
             };
             let journal = KafkaJournal::connect(kafka)

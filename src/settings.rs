@@ -34,6 +34,9 @@ pub struct Settings {
     pub batch: usize,
     /// Records between two snapshots of a partition writer's state (0: never).
     pub snapshot_every: u64,
+    /// Snapshots per partition the embedded journal's snapshot history keeps (at least 1): time
+    /// travel and seat history start from the nearest one before their instant.
+    pub snapshot_history: usize,
     /// Largest accepted request body, in bytes.
     pub max_body_bytes: usize,
     /// Secret that signs customer bearer tokens (HS256). Generated into the data directory
@@ -198,6 +201,9 @@ pub struct KafkaOptions {
     /// finding the group again after its coordinator moved, takes back its own partitions
     /// without a rebalance.
     pub static_membership: bool,
+    /// Hours the snapshot history topic keeps a snapshot (its `retention.ms`, set when FrontRow
+    /// creates the topic; at least 1).
+    pub snapshot_history_hours: u64,
 }
 
 impl Default for KafkaOptions {
@@ -208,6 +214,7 @@ impl Default for KafkaOptions {
             session_timeout_ms: 1000,
             heartbeat_interval_ms: 200,
             static_membership: true,
+            snapshot_history_hours: frontrow_journal::DEFAULT_SNAPSHOT_HISTORY_RETENTION.as_secs() / 3600,
         }
     }
 }
@@ -239,6 +246,7 @@ impl Default for Settings {
             mailbox: 4096,
             batch: 1024,
             snapshot_every: 50_000,
+            snapshot_history: frontrow_journal::DEFAULT_SNAPSHOT_HISTORY,
             max_body_bytes: 1 << 20,
             token_secret: None,
             webhook_secret: None,
@@ -274,6 +282,7 @@ const KEYS: &[&str] = &[
     "mailbox",
     "batch",
     "snapshot_every",
+    "snapshot_history",
     "max_body_bytes",
     "token_secret",
     "webhook_secret",
@@ -315,6 +324,14 @@ impl Settings {
         anyhow::ensure!(
             settings.listen_backlog > 0,
             "listen_backlog is 0: the kernel would refuse every connection it cannot accept at once"
+        );
+        anyhow::ensure!(
+            settings.snapshot_history > 0,
+            "snapshot_history is 0: the history keeps at least the newest snapshot"
+        );
+        anyhow::ensure!(
+            settings.kafka.snapshot_history_hours > 0,
+            "kafka.snapshot_history_hours is 0: the topic would delete a snapshot as it is written"
         );
         anyhow::ensure!(
             settings.projections_nice <= 19,
@@ -387,6 +404,22 @@ mod tests {
         assert_eq!(s.projections_nice, 19);
         let e = settings_from(None, &[("FRONTROW_PROJECTIONS_NICE", "20")]).unwrap_err();
         assert!(e.contains("0 to 19"), "{e}");
+    }
+
+    #[test]
+    fn the_snapshot_history_is_sized_by_count_and_on_kafka_by_hours() {
+        let s = settings_from(None, &[]).unwrap();
+        assert_eq!((s.snapshot_history, s.kafka.snapshot_history_hours), (48, 168));
+        let env = [
+            ("FRONTROW_SNAPSHOT_HISTORY", "5"),
+            ("FRONTROW_KAFKA__SNAPSHOT_HISTORY_HOURS", "24"),
+        ];
+        let s = settings_from(None, &env).unwrap();
+        assert_eq!((s.snapshot_history, s.kafka.snapshot_history_hours), (5, 24));
+        let e = settings_from(Some("snapshot_history = 0\n"), &[]).unwrap_err();
+        assert!(e.contains("snapshot_history is 0"), "{e}");
+        let e = settings_from(None, &[("FRONTROW_KAFKA__SNAPSHOT_HISTORY_HOURS", "0")]).unwrap_err();
+        assert!(e.contains("snapshot_history_hours is 0"), "{e}");
     }
 
     #[test]

@@ -141,3 +141,84 @@ fn the_binary_reports_the_commit_it_was_built_from() {
         assert!(text.contains(&head), "--version says {text}, HEAD is {head}");
     }
 }
+
+/// The offsets the snapshot history of `partition` covers, newest first.
+async fn snapshot_history(journal: &dyn frontrow_journal::Journal, partition: u32) -> Vec<u64> {
+    use frontrow_journal::SnapshotBound;
+    let mut marks = Vec::new();
+    let mut bound = u64::MAX;
+    while let Some(snapshot) = journal
+        .snapshot_before(partition, SnapshotBound::Offset(bound))
+        .await
+        .unwrap()
+    {
+        marks.push(snapshot.mark.last);
+        match snapshot.mark.last.checked_sub(1) {
+            Some(before) => bound = before,
+            None => break,
+        }
+    }
+    marks
+}
+
+/// `snapshot_history` sizes the embedded journal's snapshot history: with a snapshot after every
+/// record, a partition keeps the newest two (48 by default).
+#[tokio::test]
+async fn the_snapshot_history_keeps_as_many_snapshots_as_configured() {
+    let app = TestApp::spawn_with(|s| {
+        s.snapshot_every = 1;
+        s.snapshot_history = 2;
+    })
+    .await;
+    let event = app.create_event().await;
+    let mut offsets = Vec::new();
+    let mut partition = 0;
+    for (customer, seat) in [("ann", "A-1-1"), ("ben", "A-1-2"), ("cat", "A-1-3"), ("dan", "A-1-4")] {
+        let held = app.reserve_seats_ok(customer, event, &[seat]).await;
+        let position: frontrow_journal::Position = held.position.unwrap().parse().unwrap();
+        partition = position.partition;
+        offsets.push(position.offset);
+        // A writer skips a snapshot while its last one is still being stored: each record's is
+        // in the history before the next record is written.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while snapshot_history(app.journal.as_ref(), partition).await.first() != Some(&position.offset) {
+            assert!(std::time::Instant::now() < deadline, "no snapshot of {position}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let marks = snapshot_history(app.journal.as_ref(), partition).await;
+    offsets.reverse();
+    assert_eq!(marks, offsets[..2], "the newest two of {offsets:?}");
+    app.stop().await;
+}
+
+/// `kafka.snapshot_history_hours` is the snapshot history topic's retention.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs kafka: run the README's test command"]
+async fn the_kafka_snapshot_history_keeps_snapshots_as_long_as_configured() {
+    use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+    let journal = common::kafka_journal();
+    let frontrow::settings::JournalChoice::Kafka { brokers, topic } = journal.clone() else {
+        unreachable!("kafka_journal is a Kafka journal")
+    };
+    let app = TestApp::spawn_with(|s| {
+        s.journal = journal;
+        s.kafka.snapshot_history_hours = 30;
+    })
+    .await;
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", &brokers)
+        .create()
+        .unwrap();
+    let history = format!("{topic}.snapshot-history");
+    let described = admin
+        .describe_configs([&ResourceSpecifier::Topic(&history)], &AdminOptions::new())
+        .await
+        .unwrap();
+    let config = described.into_iter().next().unwrap().unwrap();
+    let retention = config.get("retention.ms").and_then(|e| e.value.clone());
+    assert_eq!(retention.as_deref(), Some("108000000"), "{history}");
+    app.stop().await;
+    frontrow_journal::delete_log(&brokers, &topic, &[]).await.unwrap();
+}

@@ -1,6 +1,7 @@
 //! What is on sale, a page at a time: the home page shows the soonest twenty events with all of
 //! them counted and the rest after "Show more events"; the city and date filters are the
-//! server's (a city in any case, the dates inclusive), and a search's hits page the same way.
+//! server's (a city in any case, the dates inclusive), a search's hits page the same way, and an
+//! event that has started is no longer listed.
 
 use std::collections::BTreeSet;
 
@@ -154,5 +155,14 @@ async fn what_is_on_sale_is_read_a_page_at_a_time_and_filtered_on_the_server() -
     )
     .await?;
     the_last_page(&b, "catalogue-4-search-all").await?;
+
+    // An event that has started is no longer on sale: three days and an hour later by the
+    // page's clock, the first two nights are gone from the list.
+    b.goto(&app.url("/")).await?;
+    wait_list(&b, "catalogue-now", "25 events on sale", &all[..20]).await?;
+    advance_page_clock(&b, Duration::days(3) + Duration::hours(1)).await?;
+    pick_date(&b, "#from-filter", "").await?;
+    wait_list(&b, "catalogue-later", "23 events on sale", &all[2..22]).await?;
+    b.screenshot("catalogue-5-two-days-later").await?;
     scene.finish([b]).await
 }

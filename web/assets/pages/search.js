@@ -1,6 +1,7 @@
 // `/`: what is on sale. The catalogue (GET /events, soonest first) when the box is empty;
 // as-you-type search over GET /search otherwise (typos forgiven, matches highlighted). Both
-// filtered by city and dates on the server and read 20 at a time ("Show more events").
+// only of events that have not started, filtered by city and dates on the server, and read 20
+// at a time ("Show more events").
 // Arrow keys move between results, Enter opens one.
 
 import { get, ApiError } from '../lib/api.js';
@@ -69,12 +70,30 @@ function show(cards, total, words) {
   }
 }
 
-/** The query of a read of the list as the filters stand (`q` for a search), and `extra`. */
-function query(extra = {}) {
+/** The filters as the fan set them (`q` for a search), as the page's address keeps them. */
+function filters() {
   const params = new URLSearchParams();
   for (const [key, value] of [['q', input.value.trim()], ['city', city.value.trim()], ['from', from.value], ['to', to.value]]) {
     if (value) params.set(key, value);
   }
+  return params;
+}
+
+/** The earliest start the list shows: now, or the fan's From day if that is later. An event
+ * that has started is no longer on sale (the server closes its sales). `Date.now()`, so that a
+ * test can move the page's clock. */
+function earliest() {
+  const now = new Date(Date.now());
+  return from.value && new Date(`${from.value}T00:00:00Z`) > now ? from.value : now.toISOString();
+}
+
+/** Since when the list shown starts: fixed when it is shown afresh, so its pages agree. */
+let since = null;
+
+/** The query of a read of the list: the filters, from `since`, and `extra`. */
+function query(extra = {}) {
+  const params = filters();
+  params.set('from', since);
   for (const [key, value] of Object.entries(extra)) params.set(key, value);
   return params;
 }
@@ -101,8 +120,9 @@ async function refresh() {
   controller?.abort();
   controller = new AbortController();
   const q = input.value.trim();
-  const params = query();
+  const params = filters();
   history.replaceState(null, '', params.toString() ? `/?${params}` : '/');
+  since = earliest();
   results.setAttribute('aria-busy', 'true');
   try {
     const page = await readPage(null, controller.signal);

@@ -1,6 +1,6 @@
 //! Errors the fan sees as sentences: a seat taken by someone else right before the fan's hold
-//! (the page says so and shows it held), and a hold that lapsed (the page says the seats were
-//! released; the server's clock and the page's both move on). `#message[data-problem]` names
+//! (the page says so and shows it held), a hold that lapsed (the page says the seats were
+//! released; the server's clock and the page's both move on), and an event that has started. `#message[data-problem]` names
 //! the problem; its text is never JSON.
 
 use chrono::Duration;
@@ -267,6 +267,47 @@ async fn a_hold_whose_answer_is_lost_is_sent_again_and_held_once() -> anyhow::Re
         format!("the hold panel lists {listed:?}"),
     )
     .await?;
+    scene.finish([b]).await
+}
+
+/// An event that has started is shown, but its page says sales are closed and offers nothing to
+/// pick, hold or queue for: a click on a free seat says why instead of picking it.
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn a_started_event_says_its_sales_are_closed_and_picks_nothing() -> anyhow::Result<()> {
+    let now = chrono::Utc::now();
+    let (scene, event) = Scene::with_event(|body| {
+        body["starts_at"] = serde_json::json!(now - Duration::hours(1));
+        body["onsale_at"] = serde_json::json!(now - Duration::days(2));
+    })
+    .await?;
+    let b = scene.fan_on("erin", Viewport::DESKTOP, event).await?;
+    b.wait_for_text("#event-onsale", "This event has started: sales are closed.", WAIT)
+        .await?;
+    let hidden = b
+        .js(
+            "return ['selection-panel', 'best-form', 'queue-panel'].every((id) => document.getElementById(id).hidden);",
+            vec![],
+        )
+        .await?;
+    b.check(
+        "closed-panels",
+        hidden == serde_json::json!(true),
+        "a panel to pick, hold or queue is shown",
+    )
+    .await?;
+    let center = b.js("return window.frontrowMap.seatCenter('A-1-1');", vec![]).await?;
+    let (x, y) = (center["x"].as_f64(), center["y"].as_f64());
+    b.click_at(x.unwrap_or_default(), y.unwrap_or_default()).await?;
+    b.wait_for_text("#map-live", "Sales for this event have closed", WAIT)
+        .await?;
+    b.check(
+        "closed-no-pick",
+        !selected(&b, "A-1-1").await?,
+        format!("A-1-1 was picked by a click at {center}"),
+    )
+    .await?;
+    b.screenshot("errors-started-event").await?;
     scene.finish([b]).await
 }
 

@@ -236,6 +236,8 @@ export class SeatMap {
     this.tierIndex = new Map(tiers.map((t, i) => [t.code, i]));
     this.currency = currency;
     this.maxSeats = maxSeats;
+    /** A sentence saying why no seat can be picked (sales are closed), or null. */
+    this.closed = null;
     this.onPick = onPick ?? (() => {});
     this.onTaken = onTaken ?? (() => {});
     this.describe = describe ?? (() => {});
@@ -679,6 +681,8 @@ export class SeatMap {
     const L = this.layout;
     if (this.picked.has(i)) {
       this.picked.delete(i);
+    } else if (this.closed) {
+      return this.closed;
     } else if (L.status[i] !== AVAILABLE) {
       return `${this.words(i)} — please pick another seat.`;
     } else if (this.picked.size >= this.maxSeats) {

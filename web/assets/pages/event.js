@@ -34,6 +34,9 @@ window.frontrowMap = {
   zone: (code) => zones?.counts(code) ?? null,
 };
 
+/** Whether the event has started: the server then closes its sales (holds, joins, payments). */
+const hasStarted = (d) => new Date(d.starts_at) <= Date.now();
+
 function renderDetails(d) {
   document.title = `${d.title} — FrontRow`;
   $('event-title').textContent = d.title;
@@ -42,9 +45,10 @@ function renderDetails(d) {
   $('event-date').textContent = when(d.starts_at);
   $('event-date').dateTime = d.starts_at;
   const onsale = new Date(d.onsale_at);
-  $('event-onsale').textContent = onsale > Date.now()
-    ? `On sale ${when(d.onsale_at)}. Holds last ${d.hold_minutes} minutes.`
-    : `On sale now. Holds last ${d.hold_minutes} minutes; up to ${d.max_seats_per_order} seats per order.`;
+  if (hasStarted(d)) $('event-onsale').textContent = 'This event has started: sales are closed.';
+  else if (onsale > Date.now()) $('event-onsale').textContent = `On sale ${when(d.onsale_at)}. Holds last ${d.hold_minutes} minutes.`;
+  else $('event-onsale').textContent = `On sale now. Holds last ${d.hold_minutes} minutes; up to ${d.max_seats_per_order} seats per order.`;
+  $('event-onsale').classList.toggle('event-closed', hasStarted(d));
   $('tier-legend').replaceChildren(...d.seat_map.tiers.map((t, i) => {
     const swatch = el('span', { className: 'swatch', 'aria-hidden': 'true' });
     swatch.style.background = TIER_COLOURS[i % TIER_COLOURS.length];
@@ -182,6 +186,12 @@ async function start() {
   $('zoom-in').addEventListener('click', () => map.zoom(1.5));
   $('zoom-out').addEventListener('click', () => map.zoom(1 / 1.5));
   $('map-overview').addEventListener('click', () => map.fit(null));
+  if (hasStarted(details)) {
+    // The map still shows the house; nothing on it can be picked, held or queued for.
+    map.closed = 'Sales for this event have closed: it has started.';
+    for (const id of ['selection-panel', 'best-form', 'zones-panel']) $(id).hidden = true;
+    return;
+  }
   queue = details.waiting_room ? createQueue({ eventId, details, onAdmitted: () => {} }) : null;
   checkout = createCheckout({ eventId, details, map, admission: () => queue?.admission() ?? null });
   checkout.restore();

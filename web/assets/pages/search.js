@@ -98,8 +98,10 @@ function query(extra = {}) {
   return params;
 }
 
-/** One page of the list: the catalogue's at a cursor, or a search's by page number. */
+/** One page of the list: the catalogue's at a cursor, or a search's by page number. A To day
+ * before `since` (the fan asked for days gone by) is an empty list, not a reversed range. */
 async function readPage(next, signal) {
+  if (to.value && new Date(`${to.value}T23:59:59Z`) < new Date(since)) return { items: [], next: null, total: 0 };
   if (!input.value.trim()) {
     const list = await get(`/events?${query(next ? { cursor: next } : {})}`, { auth: false, signal });
     return { items: list.events.map((e) => card(e)), next: list.next, total: list.total };

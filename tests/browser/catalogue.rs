@@ -175,5 +175,21 @@ async fn what_is_on_sale_is_read_a_page_at_a_time_and_filtered_on_the_server() -
         "messages shown",
     )
     .await?;
+    // A From day after the To day is the fan's own reversed range: the page says so, and the
+    // results of the filters before do not stay under the sentence.
+    pick_date(&b, "#to-filter", "").await?;
+    pick_date(&b, "#from-filter", &events[10].0).await?;
+    wait_list(&b, "catalogue-from", "15 events on sale", &all[10..]).await?;
+    pick_date(&b, "#to-filter", &events[6].0).await?;
+    wait_problem(&b, "catalogue-reversed", "bad-date-range").await?;
+    check_count(
+        &b,
+        "catalogue-reversed-empty",
+        "#results a.result, #more-events",
+        0,
+        "results left",
+    )
+    .await?;
+    b.screenshot("catalogue-6-reversed").await?;
     scene.finish([b]).await
 }

@@ -99,9 +99,11 @@ function query(extra = {}) {
 }
 
 /** One page of the list: the catalogue's at a cursor, or a search's by page number. A To day
- * before `since` (the fan asked for days gone by) is an empty list, not a reversed range. */
+ * gone by is an empty list, not a reversed range (unless the fan's From day is after it: the
+ * server says so). */
 async function readPage(next, signal) {
-  if (to.value && new Date(`${to.value}T23:59:59Z`) < new Date(since)) return { items: [], next: null, total: 0 };
+  const gone = to.value && new Date(`${to.value}T23:59:59Z`) < new Date(since) && !(from.value > to.value);
+  if (gone) return { items: [], next: null, total: 0 };
   if (!input.value.trim()) {
     const list = await get(`/events?${query(next ? { cursor: next } : {})}`, { auth: false, signal });
     return { items: list.events.map((e) => card(e)), next: list.next, total: list.total };
@@ -135,6 +137,9 @@ async function refresh() {
     if (e.name === 'AbortError') return;
     showProblem(e);
     if (e instanceof ApiError) status.textContent = e.message;
+    // What was listed before answered other filters: it goes rather than pass for this answer.
+    results.replaceChildren();
+    more.show(null);
   } finally {
     results.removeAttribute('aria-busy');
   }

@@ -14,7 +14,7 @@ import { showProblem } from './layout.js';
  * right after `list`, outside it, so a `role="list"` keeps only its items.
  *
  * Call `show(next)` each time the list is shown afresh: a page read for the list shown before is
- * dropped when it comes, not added to the new one.
+ * dropped when it comes, not added to the new one. `clear()` empties the list instead.
  */
 export function pager(list, { id, label, read, focusOf = (item) => item }) {
   let shown = 0;
@@ -50,6 +50,12 @@ export function pager(list, { id, label, read, focusOf = (item) => item }) {
     show(next) {
       shown += 1;
       place(next);
+    },
+    /** Empties the list and drops its button: what it showed answered a read that has since
+     * failed, or someone who has signed out. */
+    clear() {
+      list.replaceChildren();
+      this.show(null);
     },
   };
 }

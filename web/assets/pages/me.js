@@ -109,9 +109,9 @@ const more = pager(list, {
  * applied it. */
 async function load(position = after) {
   if (!signedIn()) {
-    list.replaceChildren(el('p', { className: 'empty' }, 'Sign in (at the top of the page) to see your bookings.'));
+    more.clear();
+    list.append(el('p', { className: 'empty' }, 'Sign in (at the top of the page) to see your bookings.'));
     status.textContent = '';
-    more.show(null);
     return;
   }
   status.textContent = 'Loading your bookings…';
@@ -125,6 +125,8 @@ async function load(position = after) {
     clearMessage();
   } catch (e) {
     status.textContent = '';
+    // The cards shown may be another list's (before a sign-in): they go with the failed read.
+    more.clear();
     showProblem(e);
   }
 }

@@ -138,8 +138,7 @@ async function refresh() {
     showProblem(e);
     if (e instanceof ApiError) status.textContent = e.message;
     // What was listed before answered other filters: it goes rather than pass for this answer.
-    results.replaceChildren();
-    more.show(null);
+    more.clear();
   } finally {
     results.removeAttribute('aria-busy');
   }

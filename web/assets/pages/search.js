@@ -130,7 +130,7 @@ async function refresh() {
   results.setAttribute('aria-busy', 'true');
   try {
     const page = await readPage(null, controller.signal);
-    show(page.items, page.total, q ? `match “${q}”` : 'on sale');
+    show(page.items, page.total, q ? `${page.total === 1 ? 'matches' : 'match'} “${q}”` : 'on sale');
     more.show(page.next);
     clearMessage();
   } catch (e) {

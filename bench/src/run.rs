@@ -4,6 +4,7 @@
 //! Targets run one at a time (never two servers competing for the two cores), each on a
 //! runtime of its own; the load generator runs on the harness's runtime.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -306,32 +307,19 @@ pub const CEILING_LAST: &str = "GET /hello (last)";
 /// in the first ceiling): their ratios to hello-world are fair against this one.
 pub const CEILING_REQWEST: &str = "GET /hello (reqwest)";
 
+/// FrontRow's `/health` in the process under test: see [`health_ceiling`].
+pub const CEILING_HEALTH: &str = "GET /health (same process)";
+
 /// Measures the hello-world ceiling as phase `phase`: the harness's lean client in the closed
 /// loop, then `wrk` with as many connections on the same server (the yardstick for the client
 /// itself: [`crate::report`] gives the harness/wrk ratio), and in the first ceiling reqwest too.
 async fn ceiling(config: &Config, results: &mut Results, phase: &'static str) -> anyhow::Result<()> {
     println!("hello-world ceiling");
     let hello = baselines::hello().await?;
-    let lean = Arc::new(crate::http1::Client::new(hello.addr));
-    let request: Arc<[u8]> = lean.request("GET", "/hello", &[], b"").into();
-    let job: Job = Arc::new(move |_| {
-        let (lean, request) = (lean.clone(), request.clone());
-        Box::pin(async move {
-            match lean.send(&request).await {
-                Ok((status, body)) if body == b"Hello, World!" => classify(status, &[200], &[]),
-                _ => Outcome::Error,
-            }
-        })
-    });
+    let job = get_job(hello.addr, "/hello", |body| body == b"Hello, World!");
     let (mode, bounds) = config.closed(u64::MAX);
     results.push("0-ceiling", "hello", phase, drive(mode, bounds, job).await);
-
-    let figure = crate::tools::wrk(&hello.url("/hello"), config.clients, config.phase_s, phase).await;
-    match figure.rate_per_s {
-        Some(rate) => println!("  0-ceiling        wrk        {phase:<26} {rate:>9.0}/s"),
-        None => println!("  0-ceiling        wrk        {phase:<26} {}", figure.note),
-    }
-    results.tools.push(figure);
+    wrk_phase(config, results, &hello.url("/hello"), "hello", phase).await;
 
     if phase == CEILING_FIRST {
         let http = client(config.clients * 2);
@@ -355,4 +343,43 @@ async fn ceiling(config: &Config, results: &mut Results, phase: &'static str) ->
         results.push("0-ceiling", "hello", CEILING_REQWEST, drive(mode, bounds, job).await);
     }
     hello.stop().await
+}
+
+/// FrontRow's own `GET /health`, measured in the process that then serves the reserves and the
+/// maps: the ceiling the issue's throughput targets are ratios of ("the same-process `/health`
+/// ceiling under wrk"). The lean client's rate is the ratios' denominator (the reserves and the
+/// maps go through the same client); wrk's is reported beside it. The bare hello-world server
+/// has no middleware at all, so the ratios to it are reported too, as the stricter yardstick.
+pub(crate) async fn health_ceiling(config: &Config, results: &mut Results, addr: SocketAddr) {
+    println!("FrontRow's /health ceiling (same process)");
+    let job = get_job(addr, "/health", |body| body == br#"{"status":"ok"}"#);
+    let (mode, bounds) = config.closed(u64::MAX);
+    results.push("0-ceiling", "frontrow", CEILING_HEALTH, drive(mode, bounds, job).await);
+    let url = format!("http://{addr}/health");
+    wrk_phase(config, results, &url, "frontrow", CEILING_HEALTH).await;
+}
+
+/// A closed-loop job of `GET path` on the lean client: a `200` whose body passes `expected`.
+fn get_job(addr: SocketAddr, path: &str, expected: fn(&[u8]) -> bool) -> Job {
+    let lean = Arc::new(crate::http1::Client::new(addr));
+    let request: Arc<[u8]> = lean.request("GET", path, &[], b"").into();
+    Arc::new(move |_| {
+        let (lean, request) = (lean.clone(), request.clone());
+        Box::pin(async move {
+            match lean.send(&request).await {
+                Ok((status, body)) if expected(&body) => classify(status, &[200], &[]),
+                _ => Outcome::Error,
+            }
+        })
+    })
+}
+
+/// wrk on `url` with as many connections as the closed loop, as `phase` of `target`.
+async fn wrk_phase(config: &Config, results: &mut Results, url: &str, target: &'static str, phase: &str) {
+    let figure = crate::tools::wrk(url, target, config.clients, config.phase_s, phase).await;
+    match figure.rate_per_s {
+        Some(rate) => println!("  0-ceiling        wrk        {phase:<26} {rate:>9.0}/s"),
+        None => println!("  0-ceiling        wrk        {phase:<26} {}", figure.note),
+    }
+    results.tools.push(figure);
 }

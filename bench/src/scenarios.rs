@@ -104,6 +104,8 @@ pub(crate) async fn frontrow(
         log: Arc::new(RaceLog::default()),
     };
     let mut races: Vec<(&'static str, Race)> = Vec::new();
+    // The ceiling of this process, which the reserve and map targets are ratios of.
+    crate::run::health_ceiling(config, results, fr.served.addr).await;
 
     // 1. Hot onsale: explicit seats at the maximum rate, then pay every hold. The explicit
     // phases go through the lean client, as the ceiling's and the baselines' do.

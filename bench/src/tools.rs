@@ -124,9 +124,9 @@ pub fn parse_wrk(out: &str) -> (Option<f64>, Option<f64>, Option<f64>) {
 
 /// `wrk -t2 -c<connections> -d<secs> --latency <url>`: the ceiling of a C client on the same
 /// request and the same number of keep-alive connections as the harness's closed loop.
-pub async fn wrk(url: &str, connections: usize, secs: f64, phase: &str) -> ToolFigure {
+pub async fn wrk(url: &str, target: &'static str, connections: usize, secs: f64, phase: &str) -> ToolFigure {
     let Some(bin) = find_tool("wrk") else {
-        return ToolFigure::missing("wrk", "hello", phase, "requests");
+        return ToolFigure::missing("wrk", target, phase, "requests");
     };
     let mut cmd = Command::new(bin);
     let secs = secs.ceil().max(1.0) as u64;
@@ -141,7 +141,7 @@ pub async fn wrk(url: &str, connections: usize, secs: f64, phase: &str) -> ToolF
     let mut figure = ToolFigure {
         command,
         available: true,
-        ..ToolFigure::missing("wrk", "hello", phase, "requests")
+        ..ToolFigure::missing("wrk", target, phase, "requests")
     };
     match output(cmd, Duration::from_secs(secs + 30)).await {
         Ok(out) => {

@@ -53,6 +53,7 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
         ("0-ceiling", "hello", "GET /hello (first)"),
         ("0-ceiling", "hello", "GET /hello (last)"),
         ("0-ceiling", "hello", "GET /hello (reqwest)"),
+        ("0-ceiling", "frontrow", "GET /health (same process)"),
         ("1-hot-onsale", "frontrow", "reserve explicit (max)"),
         ("1-hot-onsale", "frontrow", "pay (simulated provider)"),
         ("1-hot-onsale", "frontrow", "reserve best-available (max)"),
@@ -114,6 +115,9 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
         ),
     }
     assert!(report["ratios"]["reserve_vs_hello"].as_f64().unwrap() > 0.0);
+    // The targets are ratios of the same process's /health, measured in the run.
+    assert!(report["ratios"]["reserve_vs_health"].as_f64().unwrap() > 0.0);
+    assert!(report["ratios"]["map_304_vs_health"].as_f64().unwrap() > 0.0);
     assert_eq!(report["ratios"]["reserve_vs_naive_pg"], serde_json::Value::Null);
     assert!(
         md.contains("| 1-hot-onsale | frontrow | reserve explicit (max) |"),

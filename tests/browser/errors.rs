@@ -1,6 +1,7 @@
 //! Errors the fan sees as sentences: a seat taken by someone else right before the fan's hold
 //! (the page says so and shows it held), a hold that lapsed (the page says the seats were
-//! released; the server's clock and the page's both move on), and an event that has started. `#message[data-problem]` names
+//! released; the server's clock and the page's both move on), and an event that has started
+//! (before the page was opened, or while it is open). `#message[data-problem]` names
 //! the problem; its text is never JSON.
 
 use chrono::Duration;
@@ -308,6 +309,77 @@ async fn a_started_event_says_its_sales_are_closed_and_picks_nothing() -> anyhow
     )
     .await?;
     b.screenshot("errors-started-event").await?;
+    scene.finish([b]).await
+}
+
+/// The event starts while Erin's page is open and her seats are held, not yet paid for: within a
+/// second the page says its sales are closed, takes the hold and every panel to pick, hold, pay
+/// or queue away, tells her the hold can no longer be paid, and picks nothing more; the server
+/// refuses a hold now too, for the same reason.
+#[tokio::test]
+#[ignore = "needs chromium: run the README's test command"]
+async fn an_event_that_starts_while_its_page_is_open_closes_its_sales_there() -> anyhow::Result<()> {
+    // The hold (10 minutes) outlasts the start, so what ends it on the page is the start.
+    let to_start = Duration::minutes(2);
+    let (scene, event) = Scene::with_event(|body| {
+        body["starts_at"] = serde_json::json!(chrono::Utc::now() + to_start);
+    })
+    .await?;
+    let app = &scene.app;
+    let b = scene.fan_on("erin", Viewport::DESKTOP, event).await?;
+    for seat in ["A-1-1", "A-1-2"] {
+        click_seat(&b, seat).await?;
+    }
+    b.click("#hold-button").await?;
+    b.wait_for("#hold-panel", WAIT).await?;
+    b.screenshot("errors-before-start").await?;
+
+    let past_start = to_start + Duration::seconds(1);
+    app.clock.advance(past_start);
+    advance_page_clock(&b, past_start).await?;
+    b.wait_for_text("#event-onsale", "This event has started: sales are closed.", WAIT)
+        .await?;
+    let sentence = wait_problem(&b, "errors-started-open", "sales-closed").await?;
+    b.check(
+        "started-open-told",
+        sentence.contains("held seats were paid for"),
+        format!("{sentence:?} does not say the hold can no longer be paid"),
+    )
+    .await?;
+    let hidden = b
+        .js(
+            "return ['selection-panel', 'hold-panel', 'best-form', 'queue-panel', 'confirmation']
+               .every((id) => document.getElementById(id).hidden);",
+            vec![],
+        )
+        .await?;
+    b.check(
+        "started-open-panels",
+        hidden == serde_json::json!(true),
+        "a panel to pick, hold, pay or queue is still shown",
+    )
+    .await?;
+    let center = b.js("return window.frontrowMap.seatCenter('A-1-5');", vec![]).await?;
+    let (x, y) = (center["x"].as_f64(), center["y"].as_f64());
+    b.click_at(x.unwrap_or_default(), y.unwrap_or_default()).await?;
+    b.wait_for_text("#map-live", "Sales for this event have closed", WAIT)
+        .await?;
+    b.check(
+        "started-open-no-pick",
+        !selected(&b, "A-1-5").await?,
+        format!("A-1-5 was picked by a click at {center} after the start"),
+    )
+    .await?;
+    let res = app.reserve_seats("frank", event, &["B-1-1"]).await;
+    let status = res.status();
+    let body = res.text().await?;
+    b.check(
+        "started-open-server",
+        status == 409 && body.contains("sales-closed"),
+        format!("a hold after the start was answered {status}: {body}"),
+    )
+    .await?;
+    b.screenshot("errors-started-while-open").await?;
     scene.finish([b]).await
 }
 

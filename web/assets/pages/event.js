@@ -37,6 +37,28 @@ window.frontrowMap = {
 /** Whether the event has started: the server then closes its sales (holds, joins, payments). */
 const hasStarted = (d) => new Date(d.starts_at) <= Date.now();
 
+const CLOSED_NOTICE = 'This event has started: sales are closed.';
+
+/** What a started event's page shows: the sentence that sales are closed, a map on which nothing
+ * can be picked, and no panel to pick, hold, pay or queue (the server refuses them all now). */
+function closeSales() {
+  $('event-onsale').textContent = CLOSED_NOTICE;
+  $('event-onsale').classList.add('event-closed');
+  map.closed = 'Sales for this event have closed: it has started.';
+  map.clearPicks();
+  checkout?.close();
+  for (const id of ['selection-panel', 'best-form', 'zones-panel', 'queue-panel', 'hold-panel']) $(id).hidden = true;
+}
+
+/** Closes the page's sales when the event starts while the page is open. The clock is read
+ * again at least every second, so a clock set forward (or a computer woken from sleep) past the
+ * start closes them within a second rather than when a timer set by the old time runs out. */
+function closeSalesAtStart(d) {
+  const wait = new Date(d.starts_at) - Date.now();
+  if (wait <= 0) closeSales();
+  else setTimeout(() => closeSalesAtStart(d), Math.min(wait, 1000));
+}
+
 function renderDetails(d) {
   document.title = `${d.title} — FrontRow`;
   $('event-title').textContent = d.title;
@@ -45,7 +67,7 @@ function renderDetails(d) {
   $('event-date').textContent = when(d.starts_at);
   $('event-date').dateTime = d.starts_at;
   const onsale = new Date(d.onsale_at);
-  if (hasStarted(d)) $('event-onsale').textContent = 'This event has started: sales are closed.';
+  if (hasStarted(d)) $('event-onsale').textContent = CLOSED_NOTICE;
   else if (onsale > Date.now()) $('event-onsale').textContent = `On sale ${when(d.onsale_at)}. Holds last ${d.hold_minutes} minutes.`;
   else $('event-onsale').textContent = `On sale now. Holds last ${d.hold_minutes} minutes; up to ${d.max_seats_per_order} seats per order.`;
   $('event-onsale').classList.toggle('event-closed', hasStarted(d));
@@ -161,6 +183,9 @@ async function loadMap() {
   zones.load(availability);
   position = availability.position;
   renderSections(details);
+  // The map still shows the house of a started event; nothing on it can be picked, held or
+  // queued for (also when a reload of the map comes after the start).
+  if (hasStarted(details)) closeSales();
   openStream(availability.position);
   return details;
 }
@@ -186,15 +211,11 @@ async function start() {
   $('zoom-in').addEventListener('click', () => map.zoom(1.5));
   $('zoom-out').addEventListener('click', () => map.zoom(1 / 1.5));
   $('map-overview').addEventListener('click', () => map.fit(null));
-  if (hasStarted(details)) {
-    // The map still shows the house; nothing on it can be picked, held or queued for.
-    map.closed = 'Sales for this event have closed: it has started.';
-    for (const id of ['selection-panel', 'best-form', 'zones-panel']) $(id).hidden = true;
-    return;
-  }
+  if (hasStarted(details)) return;
   queue = details.waiting_room ? createQueue({ eventId, details, onAdmitted: () => {} }) : null;
   checkout = createCheckout({ eventId, details, map, admission: () => queue?.admission() ?? null });
   checkout.restore();
+  closeSalesAtStart(details);
 }
 
 start();

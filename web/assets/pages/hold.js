@@ -19,6 +19,7 @@ export function createCheckout({ eventId, details, map, admission }) {
   let ticking = 0;
   let pending = null; // { text, key }: a reservation asked for, kept so a retry reuses its key
   let releasing = false; // the fan's own release is on its way: its seats come back by it
+  let closed = false; // the event has started: no panel to pick, hold or pay comes back
   const inFlight = new Set(); // seats of a reservation on its way: their change is ours
   const sectionNames = new Map(details.seat_map.sections.map((s) => [s.code, s.name]));
   const named = (id) => seatName(id, sectionNames);
@@ -28,7 +29,8 @@ export function createCheckout({ eventId, details, map, admission }) {
       el('span', {}, named(id)), prices ? el('span', { className: 'price' }, money(prices.get(id), currency)) : null)));
   }
 
-  function showPanels(which) {
+  function showPanels(shown) {
+    const which = closed && shown !== 'done' ? null : shown;
     $('selection-panel').hidden = which !== 'select';
     $('hold-panel').hidden = which !== 'hold';
     $('confirmation').hidden = which !== 'done';
@@ -186,6 +188,18 @@ export function createCheckout({ eventId, details, map, admission }) {
     }
   }
 
+  /**
+   * The event has started, so the server takes no hold or payment any more: an open hold can no
+   * longer be paid, and the fan is told so. The confirmation of a booking stays on the page.
+   */
+  function close() {
+    const unpaid = hold !== null;
+    closed = true;
+    if (hold) stop();
+    else showPanels($('confirmation').hidden ? null : 'done');
+    if (unpaid) showMessage('This event has started, so its sales closed before your held seats were paid for.', { problem: 'sales-closed' });
+  }
+
   /** The selection panel: picks, total, the limit, and whether "hold" is possible. */
   function refreshSelection() {
     const picks = map.picks();
@@ -230,5 +244,5 @@ export function createCheckout({ eventId, details, map, admission }) {
   $('best-count').value = String(Math.min(2, details.max_seats_per_order));
   refreshSelection();
 
-  return { reserve, refreshSelection, restore, named, freed, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
+  return { reserve, refreshSelection, restore, named, freed, close, holding: () => hold, ours: (id) => inFlight.has(id) || (hold?.seats.includes(id) ?? false) };
 }

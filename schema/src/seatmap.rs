@@ -54,6 +54,22 @@ impl<const N: usize> Inline<N> {
         }
     }
 
+    /// `s` as a code in a constant (`s` ASCII of at most `N` bytes: a longer one fails to build).
+    const fn constant(s: &str) -> Self {
+        let text = s.as_bytes();
+        assert!(text.len() <= N, "a code longer than its kind allows");
+        let mut bytes = [0; N];
+        let mut i = 0;
+        while i < text.len() {
+            bytes[i] = text[i];
+            i += 1;
+        }
+        Self {
+            bytes,
+            len: text.len() as u8,
+        }
+    }
+
     fn as_str(&self) -> &str {
         std::str::from_utf8(&self.bytes[..usize::from(self.len)]).expect("codes are ASCII")
     }
@@ -656,9 +672,12 @@ fn validate_zone(section: &Section, zone: &Standing, tiers: &HashSet<&TierCode>)
     Ok(())
 }
 
+/// [`STANDING_ROW`] as a row name.
+const STANDING_ROW_NAME: RowName = RowName(Inline::constant(STANDING_ROW));
+
 /// The row name of standing places (see [`STANDING_ROW`]).
 pub fn standing_row() -> RowName {
-    RowName(Inline::new(STANDING_ROW))
+    STANDING_ROW_NAME
 }
 
 /// Where one row's seats (or one standing zone's places) sit in the flat seat index.
@@ -686,7 +705,9 @@ pub struct SeatLayout {
     /// Each section's rows (positions in `rows`) by name, over the same ranges as `sections`:
     /// a seat's row is found by a binary search, without a copy of every row's name as a key.
     rows_by_name: Vec<u32>,
-    section_by_code: HashMap<SectionCode, usize>,
+    /// Hashed with foldhash, not SipHash: every seat of every request and record is looked up
+    /// here, and the keys are the organizer's section codes, not a caller's.
+    section_by_code: HashMap<SectionCode, usize, foldhash::fast::RandomState>,
     /// Seats and places in all: flat indexes are `0..seats`. A seat's row is found by a binary
     /// search over the rows' starts (no per-seat table: a node holding ten million seats would
     /// spend 4 bytes on each in every layout).
@@ -701,7 +722,7 @@ impl SeatLayout {
         let map = map.into();
         let mut rows = Vec::new();
         let mut sections = Vec::new();
-        let mut section_by_code = HashMap::new();
+        let mut section_by_code = HashMap::with_hasher(foldhash::fast::RandomState::default());
         let mut next: u32 = 0;
         for (si, section) in map.sections.iter().enumerate() {
             section_by_code.insert(section.code.clone(), si);
@@ -749,13 +770,13 @@ impl SeatLayout {
     }
 
     /// The name of the row at a position in `rows` ([`STANDING_ROW`] for a standing zone).
-    fn row_name(&self, position: u32) -> &str {
+    /// Compared as a code, not as text: a lookup's binary search makes no UTF-8 check and no
+    /// variable-length comparison (the replay of a log looks up every seat of every record).
+    fn row_name(&self, position: u32) -> &RowName {
         let span = &self.rows[position as usize];
         match span.standing {
-            true => STANDING_ROW,
-            false => self.map.sections[span.section as usize].rows[span.row as usize]
-                .name
-                .as_str(),
+            true => &STANDING_ROW_NAME,
+            false => &self.map.sections[span.section as usize].rows[span.row as usize].name,
         }
     }
 
@@ -776,7 +797,7 @@ impl SeatLayout {
         let section = self.section_index(&seat.section)?;
         let by_name = &self.rows_by_name[self.sections[section].clone()];
         let at = by_name
-            .binary_search_by(|&position| self.row_name(position).cmp(seat.row.as_str()))
+            .binary_search_by(|&position| self.row_name(position).cmp(&seat.row))
             .ok()?;
         let row = &self.rows[by_name[at] as usize];
         (seat.number >= 1 && seat.number <= row.seats).then(|| row.start + u32::from(seat.number) - 1)
@@ -1074,6 +1095,29 @@ mod tests {
                 standing("FLOOR", "Standing floor", 5, "GA"),
             ],
         )
+    }
+
+    #[test]
+    fn a_seat_is_found_by_its_row_name_whatever_order_and_length_the_names_have() {
+        // Rows front to back in no order of their names, which differ in length and share
+        // prefixes: the lookup's binary search compares them as codes.
+        let names = ["10", "9", "AA", "A", "1", "B", "ZZZZ", "100"];
+        let rows: Vec<(&str, u16, &str)> = names.iter().map(|n| (*n, 3, "STD")).collect();
+        let layout = valid_layout(seat_map(
+            &[("STD", "Standard", 4500)],
+            vec![seated("S", "Stalls", &rows), seated("T", "Tier", &[("A", 2, "STD")])],
+        ));
+        assert_eq!(layout.len(), 26);
+        for i in 0..26 {
+            assert_eq!(layout.index_of(&layout.seat_at(i)), Some(i), "{}", layout.seat_at(i));
+        }
+        assert_eq!(layout.seat_at(0).to_string(), "S-10-1");
+        assert_eq!(layout.index_of(&"S-AA-2".parse().unwrap()), Some(3 * 2 + 1));
+        for absent in [
+            "S-0-1", "S-2-1", "S-AB-1", "S-C-1", "S-ZZZ-1", "S-GA-1", "T-B-1", "S-A-4",
+        ] {
+            assert_eq!(layout.index_of(&absent.parse().unwrap()), None, "{absent}");
+        }
     }
 
     #[test]

@@ -285,29 +285,7 @@ async fn a_started_event_says_its_sales_are_closed_and_picks_nothing() -> anyhow
     let b = scene.fan_on("erin", Viewport::DESKTOP, event).await?;
     b.wait_for_text("#event-onsale", "This event has started: sales are closed.", WAIT)
         .await?;
-    let hidden = b
-        .js(
-            "return ['selection-panel', 'best-form', 'queue-panel'].every((id) => document.getElementById(id).hidden);",
-            vec![],
-        )
-        .await?;
-    b.check(
-        "closed-panels",
-        hidden == serde_json::json!(true),
-        "a panel to pick, hold or queue is shown",
-    )
-    .await?;
-    let center = b.js("return window.frontrowMap.seatCenter('A-1-1');", vec![]).await?;
-    let (x, y) = (center["x"].as_f64(), center["y"].as_f64());
-    b.click_at(x.unwrap_or_default(), y.unwrap_or_default()).await?;
-    b.wait_for_text("#map-live", "Sales for this event have closed", WAIT)
-        .await?;
-    b.check(
-        "closed-no-pick",
-        !selected(&b, "A-1-1").await?,
-        format!("A-1-1 was picked by a click at {center}"),
-    )
-    .await?;
+    check_sales_closed(&b, "closed", "A-1-1").await?;
     b.screenshot("errors-started-event").await?;
     scene.finish([b]).await
 }
@@ -346,30 +324,7 @@ async fn an_event_that_starts_while_its_page_is_open_closes_its_sales_there() ->
         format!("{sentence:?} does not say the hold can no longer be paid"),
     )
     .await?;
-    let hidden = b
-        .js(
-            "return ['selection-panel', 'hold-panel', 'best-form', 'queue-panel', 'confirmation']
-               .every((id) => document.getElementById(id).hidden);",
-            vec![],
-        )
-        .await?;
-    b.check(
-        "started-open-panels",
-        hidden == serde_json::json!(true),
-        "a panel to pick, hold, pay or queue is still shown",
-    )
-    .await?;
-    let center = b.js("return window.frontrowMap.seatCenter('A-1-5');", vec![]).await?;
-    let (x, y) = (center["x"].as_f64(), center["y"].as_f64());
-    b.click_at(x.unwrap_or_default(), y.unwrap_or_default()).await?;
-    b.wait_for_text("#map-live", "Sales for this event have closed", WAIT)
-        .await?;
-    b.check(
-        "started-open-no-pick",
-        !selected(&b, "A-1-5").await?,
-        format!("A-1-5 was picked by a click at {center} after the start"),
-    )
-    .await?;
+    check_sales_closed(&b, "started-open", "A-1-5").await?;
     let res = app.reserve_seats("frank", event, &["B-1-1"]).await;
     let status = res.status();
     let body = res.text().await?;
@@ -381,6 +336,40 @@ async fn an_event_that_starts_while_its_page_is_open_closes_its_sales_there() ->
     .await?;
     b.screenshot("errors-started-while-open").await?;
     scene.finish([b]).await
+}
+
+/// Checks that the event page shows no panel to pick, hold, pay or queue (nor a confirmation)
+/// and that a click on the free seat `free` picks nothing but says sales have closed.
+async fn check_sales_closed(b: &Browser, shot: &str, free: &str) -> anyhow::Result<()> {
+    let hidden = b
+        .js(
+            "return ['selection-panel', 'hold-panel', 'best-form', 'queue-panel', 'confirmation']
+               .every((id) => document.getElementById(id).hidden);",
+            vec![],
+        )
+        .await?;
+    b.check(
+        &format!("{shot}-panels"),
+        hidden == serde_json::json!(true),
+        "a panel to pick, hold, pay or queue is shown",
+    )
+    .await?;
+    let center = b
+        .js(
+            "return window.frontrowMap.seatCenter(arguments[0]);",
+            vec![serde_json::json!(free)],
+        )
+        .await?;
+    let (x, y) = (center["x"].as_f64(), center["y"].as_f64());
+    b.click_at(x.unwrap_or_default(), y.unwrap_or_default()).await?;
+    b.wait_for_text("#map-live", "Sales for this event have closed", WAIT)
+        .await?;
+    b.check(
+        &format!("{shot}-no-pick"),
+        !selected(b, free).await?,
+        format!("{free} was picked by a click at {center}"),
+    )
+    .await
 }
 
 /// Waits for the page's notice that it sends a call refused with `problem` again by itself.

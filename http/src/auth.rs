@@ -38,6 +38,35 @@ pub struct Auth {
     /// SHA-256 of each API key -> its organizer: a lookup by digest does not leak key bytes
     /// through timing, and the keys themselves are not kept.
     organizers: HashMap<[u8; 32], OrganizerId>,
+    /// Tokens whose signature this process has checked, by their whole text: a customer's next
+    /// request with the same token costs a lookup instead of base64, JSON and HMAC-SHA256 again.
+    /// Only tokens signed with this secret get in, and their times are checked on every use.
+    verified: std::sync::Mutex<HashMap<Box<str>, Signed>>,
+}
+
+/// Tokens [`Auth::verify`] remembers at most; it forgets them all when it has this many.
+const VERIFIED_TOKENS: usize = 16_384;
+
+/// What a token's signed claims say, checked against the clock on each use.
+#[derive(Debug, Clone)]
+struct Signed {
+    /// `None`: the subject is not a valid customer id.
+    customer: Option<CustomerId>,
+    exp: i64,
+    nbf: Option<i64>,
+}
+
+impl Signed {
+    /// The customer, if the token is valid at `now` (seconds since the epoch).
+    fn valid_at(&self, now: i64) -> Result<CustomerId, TokenError> {
+        if self.exp + LEEWAY_SECS <= now {
+            return Err(TokenError::Expired);
+        }
+        if self.nbf.is_some_and(|nbf| nbf - LEEWAY_SECS > now) {
+            return Err(TokenError::NotYetValid);
+        }
+        self.customer.clone().ok_or(TokenError::BadSubject)
+    }
 }
 
 impl std::fmt::Debug for Auth {
@@ -145,6 +174,7 @@ impl Auth {
         Self {
             token_secret,
             organizers,
+            verified: std::sync::Mutex::default(),
         }
     }
 
@@ -170,6 +200,23 @@ impl Auth {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(TokenError::Malformed);
         }
+        let now = now.timestamp();
+        let seen = self.verified.lock().expect("verified tokens").get(token).cloned();
+        if let Some(signed) = seen {
+            return signed.valid_at(now);
+        }
+        let signed = self.check_signature(token)?;
+        let answer = signed.valid_at(now);
+        let mut verified = self.verified.lock().expect("verified tokens");
+        if verified.len() >= VERIFIED_TOKENS {
+            verified.clear();
+        }
+        verified.insert(token.into(), signed);
+        answer
+    }
+
+    /// A token's algorithm, signature and claims, read without regard to the time.
+    fn check_signature(&self, token: &str) -> Result<Signed, TokenError> {
         let mut parts = token.split('.');
         let (Some(h), Some(c), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
             return Err(TokenError::Malformed);
@@ -182,14 +229,11 @@ impl Auth {
             Unsigned::Malformed => TokenError::Malformed,
             Unsigned::BadSignature => TokenError::BadSignature,
         })?;
-        let now = now.timestamp();
-        if claims.exp + LEEWAY_SECS <= now {
-            return Err(TokenError::Expired);
-        }
-        if claims.nbf.is_some_and(|nbf| nbf - LEEWAY_SECS > now) {
-            return Err(TokenError::NotYetValid);
-        }
-        CustomerId::parse(&claims.sub).map_err(|_| TokenError::BadSubject)
+        Ok(Signed {
+            customer: CustomerId::parse(&claims.sub).ok(),
+            exp: claims.exp,
+            nbf: claims.nbf,
+        })
     }
 
     /// The organizer an API key belongs to.
@@ -335,6 +379,63 @@ mod tests {
             Err(TokenError::WrongAlgorithm(_))
         ));
         assert_eq!(a.verify("not a token", now), Err(TokenError::Malformed));
+    }
+
+    #[test]
+    fn a_token_checked_once_is_still_checked_against_the_clock_and_its_exact_text() {
+        let a = auth();
+        let now = Utc::now();
+        let alice = CustomerId::parse("alice").unwrap();
+        let token = a.mint(&alice, now, now + chrono::Duration::minutes(5));
+        for _ in 0..2 {
+            assert_eq!(a.verify(&token, now), Ok(alice.clone()));
+        }
+        // The remembered check does not vouch for another text: one changed signature byte.
+        let mut forged = token.clone().into_bytes();
+        let inside = forged.len() - 5; // a signature character all of whose bits are data
+        forged[inside] = if forged[inside] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(forged).unwrap();
+        assert_eq!(a.verify(&forged, now), Err(TokenError::BadSignature));
+        assert_eq!(a.verify(&forged, now), Err(TokenError::BadSignature));
+        // Nor for another secret's process.
+        let other = Auth::new(SecretString::from("another-secret"), []);
+        assert_eq!(other.verify(&token, now), Err(TokenError::BadSignature));
+        // Times are read again on every use: not yet valid, then valid, then expired.
+        let head = B64.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+        let later = |sub: &str| Claims {
+            sub: sub.into(),
+            exp: now.timestamp() + 600,
+            iat: None,
+            nbf: Some(now.timestamp() + 120),
+        };
+        let early = sign(a.mac(), &head, &encode_json(&later("alice")));
+        assert_eq!(a.verify(&early, now), Err(TokenError::NotYetValid));
+        assert_eq!(a.verify(&early, now + chrono::Duration::minutes(3)), Ok(alice.clone()));
+        assert_eq!(
+            a.verify(&early, now + chrono::Duration::minutes(11)),
+            Err(TokenError::Expired)
+        );
+        // A signed token whose subject is no customer id is refused each time.
+        let nobody = sign(a.mac(), &head, &encode_json(&later("not a customer!")));
+        for _ in 0..2 {
+            assert_eq!(
+                a.verify(&nobody, now + chrono::Duration::minutes(3)),
+                Err(TokenError::BadSubject)
+            );
+        }
+    }
+
+    #[test]
+    fn the_tokens_remembered_are_bounded() {
+        let a = auth();
+        let now = Utc::now();
+        for i in 0..VERIFIED_TOKENS + 10 {
+            let customer = CustomerId::parse(&format!("fan{i}")).unwrap();
+            let token = a.mint(&customer, now, now + chrono::Duration::minutes(5));
+            assert_eq!(a.verify(&token, now), Ok(customer));
+        }
+        let kept = a.verified.lock().unwrap().len();
+        assert!((1..=VERIFIED_TOKENS).contains(&kept), "{kept} tokens kept");
     }
 
     async fn stream_customer(uri: &str, bearer: Option<&str>) -> Result<CustomerId, Problem> {

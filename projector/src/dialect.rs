@@ -6,6 +6,7 @@ use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Database, Executor, IntoArguments, Pool, SqlSafeStr};
 
 use crate::LedgerError;
+use crate::ledger::Read;
 use crate::rows::{Ty, Val};
 
 /// A ledger database, as the shared reads and writes need it.
@@ -15,6 +16,10 @@ pub(crate) trait Dialect: Database {
 
     /// Decodes column `i` of `row` as a `ty`.
     fn decode(row: &Self::Row, i: usize, ty: Ty) -> Result<Val, LedgerError>;
+
+    /// The statement that makes a transaction's reads see one snapshot, where its first read does
+    /// not already (PostgreSQL's default isolation takes a new snapshot for every statement).
+    const ONE_SNAPSHOT: Option<&'static str>;
 }
 
 /// Runs `sql` with `params` on `pool`, decoding each row as `types` says (see
@@ -29,11 +34,43 @@ where
     for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
 {
+    let rows = bound::<DB>(sql, params).fetch_all(pool).await?;
+    decoded::<DB>(&rows, types)
+}
+
+/// Runs `reads` in one read-only transaction on `pool` (see
+/// [`Ledger::query_together`](crate::Ledger::query_together)).
+pub(crate) async fn fetch_together<DB: Dialect>(
+    pool: &Pool<DB>,
+    reads: Vec<Read>,
+) -> Result<Vec<Vec<Vec<Val>>>, LedgerError>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+{
+    let mut tx = pool.begin().await?;
+    if let Some(sql) = DB::ONE_SNAPSHOT {
+        sqlx::query::<DB>(AssertSqlSafe(sql)).execute(&mut *tx).await?;
+    }
+    let mut answers = Vec::with_capacity(reads.len());
+    for read in reads {
+        let rows = bound::<DB>(read.sql, read.params).fetch_all(&mut *tx).await?;
+        answers.push(decoded::<DB>(&rows, read.types)?);
+    }
+    // Nothing was written: ending it either way releases the snapshot.
+    tx.rollback().await?;
+    Ok(answers)
+}
+
+fn bound<DB: Dialect>(sql: &str, params: Vec<Val>) -> Query<'static, DB, DB::Arguments> {
     let mut q = sqlx::query::<DB>(AssertSqlSafe(sql.to_owned()));
     for p in params {
         q = DB::bind(q, p);
     }
-    let rows = q.fetch_all(pool).await?;
+    q
+}
+
+fn decoded<DB: Dialect>(rows: &[DB::Row], types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
     rows.iter()
         .map(|row| {
             types

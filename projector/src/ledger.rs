@@ -64,6 +64,15 @@ pub struct Lookup {
     pub reservations: Vec<(ReservationId, String)>,
 }
 
+/// One read of [`Ledger::query_together`]: a statement in the SQL both dialects share, its
+/// parameters, and how to decode its columns.
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub sql: &'static str,
+    pub params: Vec<Val>,
+    pub types: &'static [Ty],
+}
+
 /// A relational ledger kept by the projector: SQLite embedded, PostgreSQL at scale.
 #[async_trait]
 pub trait Ledger: Send + Sync + 'static {
@@ -92,6 +101,10 @@ pub trait Ledger: Send + Sync + 'static {
     /// Runs a read written in the SQL both dialects share (`$1` parameters, `CAST`), decoding
     /// each column as `types` says; the building block of the shared read functions.
     async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError>;
+
+    /// Runs `reads` as [`Ledger::query`] does, in one read-only transaction: together they see
+    /// one state of the ledger, never a projector's batch committed between two of them.
+    async fn query_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Vec<Val>>>, LedgerError>;
 
     /// Every row of every table and the positions, one canonical line per row, sorted: two
     /// ledgers of one dialect with equal dumps are equal row for row.

@@ -28,7 +28,7 @@ pub use api::{LedgerApi, router};
 pub use error::LedgerError;
 pub use ledger::{
     Batch, BookingCursor, BookingStatus, CustomerBooking, CustomerBookings, EventAudit, EventSales, Ledger,
-    LedgerReads, Lookup, SalesLine, SeatHistory, SeatHistoryEntry, booking_cursor,
+    LedgerReads, Lookup, Read, SalesLine, SeatHistory, SeatHistoryEntry, booking_cursor,
 };
 pub use postgres::PgLedger;
 pub use projector::{Projector, ProjectorError, ProjectorHandle, RebuildReport, rebuild, run, spawn};

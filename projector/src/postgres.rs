@@ -26,8 +26,8 @@ use tracing::{info, instrument};
 use uuid::Uuid;
 
 use crate::LedgerError;
-use crate::dialect::{Dialect, fetch, ledger_migrator};
-use crate::ledger::{Batch, Ledger, Lookup};
+use crate::dialect::{Dialect, fetch, fetch_together, ledger_migrator};
+use crate::ledger::{Batch, Ledger, Lookup, Read};
 use crate::rows::{ALL_TABLES, APPEND_ONLY, Col, Op, Ty, Val};
 
 /// A schema name we are willing to put into SQL.
@@ -281,6 +281,8 @@ async fn write_op(conn: &mut sqlx::PgConnection, op: &Op) -> Result<(), LedgerEr
 }
 
 impl Dialect for Postgres {
+    const ONE_SNAPSHOT: Option<&'static str> = Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+
     fn bind(q: Query<'_, Self, Self::Arguments>, v: Val) -> Query<'_, Self, Self::Arguments> {
         match v {
             Val::Null => q.bind(None::<String>),
@@ -392,6 +394,10 @@ impl Ledger for PgLedger {
 
     async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
         fetch(&self.pool, sql, params, types).await
+    }
+
+    async fn query_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Vec<Val>>>, LedgerError> {
+        fetch_together(&self.pool, reads).await
     }
 
     async fn dump(&self) -> Result<BTreeMap<String, Vec<String>>, LedgerError> {

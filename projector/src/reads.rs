@@ -103,7 +103,20 @@ async fn query_as<R: FromRow, L: Ledger + ?Sized>(
     sql: &str,
     params: Vec<Val>,
 ) -> Result<Vec<R>, LedgerError> {
-    let rows = ledger.query(sql, params, R::TYPES).await?;
+    rows_as(ledger.query(sql, params, R::TYPES).await?)
+}
+
+/// A read of rows of the tuple `R`, for [`Ledger::query_together`].
+fn read_of<R: FromRow>(sql: &'static str, params: Vec<Val>) -> Read {
+    Read {
+        sql,
+        params,
+        types: R::TYPES,
+    }
+}
+
+/// Rows as the tuple `R`.
+fn rows_as<R: FromRow>(rows: Vec<Vec<Val>>) -> Result<Vec<R>, LedgerError> {
     rows.into_iter().map(R::from_row).collect()
 }
 
@@ -196,30 +209,50 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
     }
 
     async fn event_sales(&self, event: EventId) -> Result<Option<EventSales>, LedgerError> {
+        type Head = (String, String, String);
+        type Seats = (Option<String>, Option<String>, i64, i64, i64, i64, i64, i64);
+        type Kinds = (Option<String>, Option<String>, String, i64);
+        type Revenue = (Option<String>, Option<String>, i64);
         let id = Val::Uuid(event.as_uuid());
-        let head: Vec<(String, String, String)> = query_as(
-            self,
-            "SELECT title, organizer, currency FROM events WHERE event_id = $1",
-            vec![id.clone()],
-        )
-        .await?;
-        let Some((title, organizer, currency)) = head.into_iter().next() else {
-            return Ok(None);
-        };
-        type Key = (Option<String>, Option<String>);
-        let mut lines: BTreeMap<Key, SalesLine> = BTreeMap::new();
-        let seats: Vec<(Option<String>, Option<String>, i64, i64, i64, i64, i64, i64)> = query_as(
-            self,
-            "SELECT section, tier, COUNT(*),
+        // One snapshot: a projector batch committed between two of these reads would pair the
+        // seats' states before it with the history after it (booked, yet still available).
+        let answers: [Vec<Vec<Val>>; 4] = self
+            .query_together(vec![
+                read_of::<Head>(
+                    "SELECT title, organizer, currency FROM events WHERE event_id = $1",
+                    vec![id.clone()],
+                ),
+                read_of::<Seats>(
+                    "SELECT section, tier, COUNT(*),
                     CAST(SUM(CASE WHEN state = 'available' THEN 1 ELSE 0 END) AS BIGINT),
                     CAST(SUM(CASE WHEN state = 'held' THEN 1 ELSE 0 END) AS BIGINT),
                     CAST(SUM(CASE WHEN state = 'booked' THEN 1 ELSE 0 END) AS BIGINT),
                     CAST(SUM(CASE WHEN state = 'booked' THEN price ELSE 0 END) AS BIGINT),
                     CAST(SUM(CASE WHEN state = 'withheld' THEN 1 ELSE 0 END) AS BIGINT)
-             FROM seats WHERE event_id = $1 GROUP BY section, tier",
-            vec![id.clone()],
-        )
-        .await?;
+                     FROM seats WHERE event_id = $1 GROUP BY section, tier",
+                    vec![id.clone()],
+                ),
+                read_of::<Kinds>(
+                    "SELECT section, tier, kind, COUNT(*) FROM seat_history WHERE event_id = $1
+                     GROUP BY section, tier, kind",
+                    vec![id.clone()],
+                ),
+                read_of::<Revenue>(
+                    "SELECT section, tier, CAST(SUM(amount) AS BIGINT) FROM money_entries
+                     WHERE event_id = $1 AND account = 'event_revenue' GROUP BY section, tier",
+                    vec![id],
+                ),
+            ])
+            .await?
+            .try_into()
+            .map_err(|_| corrupt("number of answers to the sales reads"))?;
+        let [head, seats, history, revenue] = answers;
+        let Some((title, organizer, currency)) = rows_as::<Head>(head)?.into_iter().next() else {
+            return Ok(None);
+        };
+        type Key = (Option<String>, Option<String>);
+        let mut lines: BTreeMap<Key, SalesLine> = BTreeMap::new();
+        let seats: Vec<Seats> = rows_as(seats)?;
         for (section, tier, count, available, held, booked, booked_value, withheld) in seats {
             let line = lines.entry((section, tier)).or_default();
             line.seats = count;
@@ -229,14 +262,7 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
             line.booked_value = booked_value;
             line.withheld_now = withheld;
         }
-        let history: Vec<(Option<String>, Option<String>, String, i64)> = query_as(
-            self,
-            "SELECT section, tier, kind, COUNT(*) FROM seat_history WHERE event_id = $1
-             GROUP BY section, tier, kind",
-            vec![id.clone()],
-        )
-        .await?;
-        for (section, tier, kind, n) in history {
+        for (section, tier, kind, n) in rows_as::<Kinds>(history)? {
             let line = lines.entry((section, tier)).or_default();
             match kind.as_str() {
                 "held" => line.held = n,
@@ -250,14 +276,7 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
                 other => return Err(corrupt(&format!("seat history kind {other:?}"))),
             }
         }
-        let revenue: Vec<(Option<String>, Option<String>, i64)> = query_as(
-            self,
-            "SELECT section, tier, CAST(SUM(amount) AS BIGINT) FROM money_entries
-             WHERE event_id = $1 AND account = 'event_revenue' GROUP BY section, tier",
-            vec![id],
-        )
-        .await?;
-        for (section, tier, amount) in revenue {
+        for (section, tier, amount) in rows_as::<Revenue>(revenue)? {
             lines.entry((section, tier)).or_default().revenue = amount;
         }
         let mut total = SalesLine::default();
@@ -293,23 +312,30 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
     }
 
     async fn seat_history(&self, event: EventId, seat: &SeatId) -> Result<Option<SeatHistory>, LedgerError> {
+        type Head = (String, String, i64, String);
+        type Entry = (i64, String, Option<Uuid>, Time);
         let params = vec![Val::Uuid(event.as_uuid()), Val::Text(seat.to_string())];
-        let head: Vec<(String, String, i64, String)> = query_as(
-            self,
-            "SELECT section, tier, price, state FROM seats WHERE event_id = $1 AND seat = $2",
-            params.clone(),
-        )
-        .await?;
-        let Some((section, tier, price, state)) = head.into_iter().next() else {
+        // One snapshot: the seat's state and its history as of the same batch.
+        let answers: [Vec<Vec<Val>>; 2] = self
+            .query_together(vec![
+                read_of::<Head>(
+                    "SELECT section, tier, price, state FROM seats WHERE event_id = $1 AND seat = $2",
+                    params.clone(),
+                ),
+                read_of::<Entry>(
+                    "SELECT sequence, kind, reservation_id, at FROM seat_history
+                     WHERE event_id = $1 AND seat = $2 ORDER BY sequence",
+                    params,
+                ),
+            ])
+            .await?
+            .try_into()
+            .map_err(|_| corrupt("number of answers to the seat history reads"))?;
+        let [head, rows] = answers;
+        let Some((section, tier, price, state)) = rows_as::<Head>(head)?.into_iter().next() else {
             return Ok(None);
         };
-        let rows: Vec<(i64, String, Option<Uuid>, Time)> = query_as(
-            self,
-            "SELECT sequence, kind, reservation_id, at FROM seat_history
-             WHERE event_id = $1 AND seat = $2 ORDER BY sequence",
-            params,
-        )
-        .await?;
+        let rows: Vec<Entry> = rows_as(rows)?;
         let history = rows
             .into_iter()
             .map(|(sequence, kind, reservation_id, at)| SeatHistoryEntry {

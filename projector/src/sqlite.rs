@@ -25,8 +25,8 @@ use tracing::{info, instrument};
 use uuid::Uuid;
 
 use crate::LedgerError;
-use crate::dialect::{Dialect, fetch, ledger_migrator};
-use crate::ledger::{Batch, Ledger, Lookup};
+use crate::dialect::{Dialect, fetch, fetch_together, ledger_migrator};
+use crate::ledger::{Batch, Ledger, Lookup, Read};
 use crate::rows::{ALL_TABLES, Op, Ty, Val, sqlite_time};
 
 /// SQLite's default limit on bound parameters per statement is 32766.
@@ -208,6 +208,9 @@ async fn write_op(conn: &mut sqlx::SqliteConnection, op: &Op) -> Result<(), Ledg
 }
 
 impl Dialect for Sqlite {
+    /// In WAL mode a transaction's first read fixes its snapshot for the rest.
+    const ONE_SNAPSHOT: Option<&'static str> = None;
+
     fn bind(q: Query<'_, Self, Self::Arguments>, v: Val) -> Query<'_, Self, Self::Arguments> {
         match v {
             Val::Null => q.bind(None::<String>),
@@ -317,6 +320,10 @@ impl Ledger for SqliteLedger {
 
     async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
         fetch(&self.pool().await?, sql, params, types).await
+    }
+
+    async fn query_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Vec<Val>>>, LedgerError> {
+        fetch_together(&self.pool().await?, reads).await
     }
 
     async fn dump(&self) -> Result<BTreeMap<String, Vec<String>>, LedgerError> {

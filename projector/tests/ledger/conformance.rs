@@ -13,7 +13,7 @@ use frontrow_journal::{Journal, SqliteJournal};
 use frontrow_projector::rows::{Ty, Val};
 use frontrow_projector::{
     Batch, BookingCursor, BookingStatus, CustomerBooking, Ledger, LedgerError, LedgerReads, Lookup, Projector,
-    ProjectorError, booking_cursor,
+    ProjectorError, Read, booking_cursor,
 };
 use frontrow_schema::{CustomerId, EventId, ReleaseReason, ReservationId};
 
@@ -420,6 +420,9 @@ impl Ledger for MovedUnderneath {
     async fn query(&self, sql: &str, params: Vec<Val>, types: &[Ty]) -> Result<Vec<Vec<Val>>, LedgerError> {
         self.inner.query(sql, params, types).await
     }
+    async fn query_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Vec<Val>>>, LedgerError> {
+        self.inner.query_together(reads).await
+    }
     async fn dump(&self) -> Result<BTreeMap<String, Vec<String>>, LedgerError> {
         self.inner.dump().await
     }
@@ -612,6 +615,44 @@ async fn first_event(ledger: &dyn Ledger) -> EventId {
     .await
 }
 
+/// Sales read while a projector commits batch after batch come from one state of the ledger:
+/// in every answer the seats' states agree with their history (seats booked now are the seats
+/// booked less those refunded; every seat is in one state), however reads and commits interleave.
+/// (Read statement by statement, a commit between the seats' read and the history's paired the
+/// states before it with the history after it.)
+pub async fn sales_are_read_from_one_state_while_batches_land(h: &dyn Harness) {
+    let (_dir, g) = generated(1, 2, 4000, 7).await;
+    let ledger = h.ledger("sales_one_state").await;
+    let events: Vec<EventId> = g.states().map(|s| s.event_id()).collect();
+    let consistent = |sales: &frontrow_projector::EventSales| {
+        let t = &sales.total;
+        assert_eq!(t.booked_now, t.booked - t.refunded, "{t:?}");
+        assert_eq!(
+            t.available_now + t.held_now + t.booked_now + t.withheld_now,
+            t.seats,
+            "{t:?}"
+        );
+    };
+    let writer = {
+        let (journal, ledger) = (g.journal.clone(), ledger.clone());
+        tokio::spawn(async move { Projector::new(journal, ledger, 5).catch_up().await.unwrap() })
+    };
+    let mut answered = 0;
+    while !writer.is_finished() {
+        for event in &events {
+            if let Some(sales) = ledger.event_sales(*event).await.unwrap() {
+                consistent(&sales);
+                answered += 1;
+            }
+        }
+    }
+    assert_eq!(writer.await.unwrap(), g.records);
+    for event in &events {
+        consistent(&ledger.event_sales(*event).await.unwrap().expect("event in the ledger"));
+    }
+    assert!(answered > 10, "only {answered} reads while the batches landed");
+}
+
 /// Generates one test per conformance case for a harness expression; attributes given after
 /// it (e.g. `#[ignore = "needs postgres"]`) go on every generated test.
 #[macro_export]
@@ -621,6 +662,7 @@ macro_rules! ledger_conformance {
             projects_a_generated_log, money_reconciles, crash_mid_batch_then_restart_equals_fresh_replay,
             refuses_out_of_order_batches, catch_up_resumes_where_the_ledger_moved, rebuild_while_writes_continue,
             awkward_text_is_stored_as_written, a_batch_that_breaks_a_constraint_leaves_nothing,
-            a_following_projector_paces_its_batches, bookings_page_through_without_gaps);
+            a_following_projector_paces_its_batches, bookings_page_through_without_gaps,
+            sales_are_read_from_one_state_while_batches_land);
     };
 }

@@ -158,17 +158,13 @@ async fn my_bookings(
     reads.wait(&read).await?;
     let ledger = reads.ledger.as_ref();
     // One more than the page holds says whether there is a next page.
-    let mut bookings = ledger
-        .customer_bookings(&customer, cursor, limit + 1)
+    let (mut bookings, (booked_count, cancelled_count)) = ledger
+        .customer_bookings_and_counts(&customer, cursor, limit + 1)
         .await
         .map_err(Problem::internal)?;
     let more = bookings.len() > limit;
     bookings.truncate(limit);
     let next = bookings.last().filter(|_| more).map(|b| booking_cursor(b).to_string());
-    let (booked_count, cancelled_count) = ledger
-        .customer_booking_counts(&customer)
-        .await
-        .map_err(Problem::internal)?;
     Ok(Json(CustomerBookings {
         customer: customer.to_string(),
         bookings,

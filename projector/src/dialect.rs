@@ -54,7 +54,7 @@ where
     }
     let mut answers = Vec::with_capacity(reads.len());
     for read in reads {
-        let rows = bound::<DB>(read.sql, read.params).fetch_all(&mut *tx).await?;
+        let rows = bound::<DB>(&read.sql, read.params).fetch_all(&mut *tx).await?;
         answers.push(decoded::<DB>(&rows, read.types)?);
     }
     // Nothing was written: ending it either way releases the snapshot.

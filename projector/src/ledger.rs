@@ -68,7 +68,7 @@ pub struct Lookup {
 /// parameters, and how to decode its columns.
 #[derive(Debug, Clone)]
 pub struct Read {
-    pub sql: &'static str,
+    pub sql: String,
     pub params: Vec<Val>,
     pub types: &'static [Ty],
 }
@@ -292,6 +292,14 @@ pub trait LedgerReads {
     ) -> Result<Vec<CustomerBooking>, LedgerError>;
     /// How many of the customer's bookings stand, and how many were cancelled.
     async fn customer_booking_counts(&self, customer: &CustomerId) -> Result<(i64, i64), LedgerError>;
+    /// [`LedgerReads::customer_bookings`] and [`LedgerReads::customer_booking_counts`] as of one
+    /// state of the ledger, so the counts and the page agree.
+    async fn customer_bookings_and_counts(
+        &self,
+        customer: &CustomerId,
+        after: Option<BookingCursor>,
+        limit: usize,
+    ) -> Result<(Vec<CustomerBooking>, (i64, i64)), LedgerError>;
     async fn event_sales(&self, event: EventId) -> Result<Option<EventSales>, LedgerError>;
     async fn seat_history(&self, event: EventId, seat: &SeatId) -> Result<Option<SeatHistory>, LedgerError>;
     async fn audit(&self) -> Result<Vec<EventAudit>, LedgerError>;

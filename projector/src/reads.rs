@@ -107,9 +107,9 @@ async fn query_as<R: FromRow, L: Ledger + ?Sized>(
 }
 
 /// A read of rows of the tuple `R`, for [`Ledger::query_together`].
-fn read_of<R: FromRow>(sql: &'static str, params: Vec<Val>) -> Read {
+fn read_of<R: FromRow>(sql: impl Into<String>, params: Vec<Val>) -> Read {
     Read {
-        sql,
+        sql: sql.into(),
         params,
         types: R::TYPES,
     }
@@ -122,6 +122,93 @@ fn rows_as<R: FromRow>(rows: Vec<Vec<Val>>) -> Result<Vec<R>, LedgerError> {
 
 type Time = DateTime<Utc>;
 
+/// A customer's booking as the bookings read returns it.
+type BookingRow = (
+    Uuid,
+    Uuid,
+    String,
+    String,
+    Time,
+    String,
+    i64,
+    String,
+    bool,
+    Time,
+    Option<Time>,
+);
+
+/// At most `limit` of `customer`'s bookings, newest first, strictly after `after`.
+fn bookings_read(customer: &CustomerId, after: Option<BookingCursor>, limit: usize) -> Read {
+    // Newest first, ties (one batch books many at one instant) by reservation id; a page
+    // starts strictly after its cursor in that order.
+    let (from, mut params) = match after {
+        None => ("", vec![customer.as_str().into()]),
+        Some(c) => (
+            "AND (b.booked_at < $2 OR (b.booked_at = $2 AND b.reservation_id > $3))",
+            vec![customer.as_str().into(), Val::Time(c.at), Val::Uuid(c.id)],
+        ),
+    };
+    let limit_at = params.len() + 1;
+    params.push(Val::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+    let sql = format!(
+        "SELECT b.reservation_id, b.event_id, e.title, e.venue, e.starts_at, b.seats, b.amount,
+                b.currency, b.late, b.booked_at, b.cancelled_at
+         FROM bookings b JOIN events e ON e.event_id = b.event_id
+         WHERE b.customer = $1 {from}
+         ORDER BY b.booked_at DESC, b.reservation_id
+         LIMIT ${limit_at}"
+    );
+    read_of::<BookingRow>(sql, params)
+}
+
+fn bookings_of(rows: Vec<Vec<Val>>) -> Result<Vec<CustomerBooking>, LedgerError> {
+    let booking = |(
+        reservation_id,
+        event_id,
+        title,
+        venue,
+        starts_at,
+        seats,
+        amount,
+        currency,
+        late,
+        booked_at,
+        cancelled_at,
+    ): BookingRow| {
+        CustomerBooking {
+            reservation_id,
+            event_id,
+            title,
+            venue,
+            starts_at,
+            seats: seats.split(',').map(str::to_owned).collect(),
+            amount,
+            currency,
+            late,
+            booked_at,
+            status: if cancelled_at.is_some() {
+                BookingStatus::Cancelled
+            } else {
+                BookingStatus::Booked
+            },
+            cancelled_at,
+        }
+    };
+    Ok(rows_as::<BookingRow>(rows)?.into_iter().map(booking).collect())
+}
+
+/// How many of `customer`'s bookings stand, and how many were cancelled.
+fn booking_counts_read(customer: &CustomerId) -> Read {
+    read_of::<(i64, i64)>(
+        "SELECT COUNT(*) - COUNT(cancelled_at), COUNT(cancelled_at) FROM bookings WHERE customer = $1",
+        vec![customer.as_str().into()],
+    )
+}
+
+fn booking_counts_of(rows: Vec<Vec<Val>>) -> Result<(i64, i64), LedgerError> {
+    Ok(rows_as::<(i64, i64)>(rows)?.first().copied().unwrap_or_default())
+}
+
 #[async_trait]
 impl<L: Ledger + ?Sized> LedgerReads for L {
     async fn customer_bookings(
@@ -130,82 +217,32 @@ impl<L: Ledger + ?Sized> LedgerReads for L {
         after: Option<BookingCursor>,
         limit: usize,
     ) -> Result<Vec<CustomerBooking>, LedgerError> {
-        type Booking = (
-            Uuid,
-            Uuid,
-            String,
-            String,
-            Time,
-            String,
-            i64,
-            String,
-            bool,
-            Time,
-            Option<Time>,
-        );
-        // Newest first, ties (one batch books many at one instant) by reservation id; a page
-        // starts strictly after its cursor in that order.
-        let (from, mut params) = match after {
-            None => ("", vec![customer.as_str().into()]),
-            Some(c) => (
-                "AND (b.booked_at < $2 OR (b.booked_at = $2 AND b.reservation_id > $3))",
-                vec![customer.as_str().into(), Val::Time(c.at), Val::Uuid(c.id)],
-            ),
-        };
-        let limit_at = params.len() + 1;
-        params.push(Val::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
-        let sql = format!(
-            "SELECT b.reservation_id, b.event_id, e.title, e.venue, e.starts_at, b.seats, b.amount,
-                    b.currency, b.late, b.booked_at, b.cancelled_at
-             FROM bookings b JOIN events e ON e.event_id = b.event_id
-             WHERE b.customer = $1 {from}
-             ORDER BY b.booked_at DESC, b.reservation_id
-             LIMIT ${limit_at}"
-        );
-        let rows: Vec<Booking> = query_as(self, &sql, params).await?;
-        let booking = |(
-            reservation_id,
-            event_id,
-            title,
-            venue,
-            starts_at,
-            seats,
-            amount,
-            currency,
-            late,
-            booked_at,
-            cancelled_at,
-        ): Booking| {
-            CustomerBooking {
-                reservation_id,
-                event_id,
-                title,
-                venue,
-                starts_at,
-                seats: seats.split(',').map(str::to_owned).collect(),
-                amount,
-                currency,
-                late,
-                booked_at,
-                status: if cancelled_at.is_some() {
-                    BookingStatus::Cancelled
-                } else {
-                    BookingStatus::Booked
-                },
-                cancelled_at,
-            }
-        };
-        Ok(rows.into_iter().map(booking).collect())
+        let read = bookings_read(customer, after, limit);
+        bookings_of(self.query(&read.sql, read.params, read.types).await?)
     }
 
     async fn customer_booking_counts(&self, customer: &CustomerId) -> Result<(i64, i64), LedgerError> {
-        let counts: Vec<(i64, i64)> = query_as(
-            self,
-            "SELECT COUNT(*) - COUNT(cancelled_at), COUNT(cancelled_at) FROM bookings WHERE customer = $1",
-            vec![customer.as_str().into()],
-        )
-        .await?;
-        Ok(counts.first().copied().unwrap_or_default())
+        let read = booking_counts_read(customer);
+        booking_counts_of(self.query(&read.sql, read.params, read.types).await?)
+    }
+
+    async fn customer_bookings_and_counts(
+        &self,
+        customer: &CustomerId,
+        after: Option<BookingCursor>,
+        limit: usize,
+    ) -> Result<(Vec<CustomerBooking>, (i64, i64)), LedgerError> {
+        // One snapshot: a booking that lands between the page and the counts would show in one
+        // and not the other.
+        let [page, counts]: [Vec<Vec<Val>>; 2] = self
+            .query_together(vec![
+                bookings_read(customer, after, limit),
+                booking_counts_read(customer),
+            ])
+            .await?
+            .try_into()
+            .map_err(|_| corrupt("number of answers to the bookings reads"))?;
+        Ok((bookings_of(page)?, booking_counts_of(counts)?))
     }
 
     async fn event_sales(&self, event: EventId) -> Result<Option<EventSales>, LedgerError> {

@@ -186,6 +186,9 @@ pub async fn bookings_page_through_without_gaps(h: &dyn Harness) {
     let cancelled = all.iter().filter(|b| b.status == BookingStatus::Cancelled).count() as i64;
     let counts = ledger.customer_booking_counts(&fan).await.unwrap();
     assert_eq!(counts, (want as i64 - cancelled, cancelled));
+    // The page and the counts together, as `/me/bookings` reads them.
+    let (page, together) = ledger.customer_bookings_and_counts(&fan, None, 3).await.unwrap();
+    assert_eq!((ids(&page), together), (ids(&all[..3]), counts));
 }
 
 /// Money reconciles: every transaction balances; per event, revenue is bookings minus
@@ -617,7 +620,8 @@ async fn first_event(ledger: &dyn Ledger) -> EventId {
 
 /// Sales read while a projector commits batch after batch come from one state of the ledger:
 /// in every answer the seats' states agree with their history (seats booked now are the seats
-/// booked less those refunded; every seat is in one state), however reads and commits interleave.
+/// booked less those refunded; every seat is in one state), and a customer's bookings agree with
+/// their counts, however reads and commits interleave.
 /// (Read statement by statement, a commit between the seats' read and the history's paired the
 /// states before it with the history after it.)
 pub async fn sales_are_read_from_one_state_while_batches_land(h: &dyn Harness) {
@@ -637,6 +641,7 @@ pub async fn sales_are_read_from_one_state_while_batches_land(h: &dyn Harness) {
         let (journal, ledger) = (g.journal.clone(), ledger.clone());
         tokio::spawn(async move { Projector::new(journal, ledger, 5).catch_up().await.unwrap() })
     };
+    let (fan, _) = g.busiest_customer();
     let mut answered = 0;
     while !writer.is_finished() {
         for event in &events {
@@ -645,6 +650,12 @@ pub async fn sales_are_read_from_one_state_while_batches_land(h: &dyn Harness) {
                 answered += 1;
             }
         }
+        let (all, (booked, cancelled)) = ledger.customer_bookings_and_counts(&fan, None, 10_000).await.unwrap();
+        assert_eq!(
+            all.len() as i64,
+            booked + cancelled,
+            "{fan}'s bookings and their counts"
+        );
     }
     assert_eq!(writer.await.unwrap(), g.records);
     for event in &events {

@@ -37,12 +37,10 @@ window.frontrowMap = {
 /** Whether the event has started: the server then closes its sales (holds, joins, payments). */
 const hasStarted = (d) => new Date(d.starts_at) <= Date.now();
 
-const CLOSED_NOTICE = 'This event has started: sales are closed.';
-
 /** What a started event's page shows: the sentence that sales are closed, a map on which nothing
  * can be picked, and no panel to pick, hold, pay or queue (the server refuses them all now). */
 function closeSales() {
-  $('event-onsale').textContent = CLOSED_NOTICE;
+  $('event-onsale').textContent = 'This event has started: sales are closed.';
   $('event-onsale').classList.add('event-closed');
   map.closed = 'Sales for this event have closed: it has started.';
   map.clearPicks();
@@ -66,11 +64,11 @@ function renderDetails(d) {
   $('event-venue').textContent = `${d.venue}, ${d.city}`;
   $('event-date').textContent = when(d.starts_at);
   $('event-date').dateTime = d.starts_at;
+  // A started event's line is closeSales()'s, set right after this on the same load.
   const onsale = new Date(d.onsale_at);
-  if (hasStarted(d)) $('event-onsale').textContent = CLOSED_NOTICE;
-  else if (onsale > Date.now()) $('event-onsale').textContent = `On sale ${when(d.onsale_at)}. Holds last ${d.hold_minutes} minutes.`;
+  if (onsale > Date.now()) $('event-onsale').textContent = `On sale ${when(d.onsale_at)}. Holds last ${d.hold_minutes} minutes.`;
   else $('event-onsale').textContent = `On sale now. Holds last ${d.hold_minutes} minutes; up to ${d.max_seats_per_order} seats per order.`;
-  $('event-onsale').classList.toggle('event-closed', hasStarted(d));
+  $('event-onsale').classList.remove('event-closed');
   $('tier-legend').replaceChildren(...d.seat_map.tiers.map((t, i) => {
     const swatch = el('span', { className: 'swatch', 'aria-hidden': 'true' });
     swatch.style.background = TIER_COLOURS[i % TIER_COLOURS.length];

@@ -112,6 +112,7 @@ pub(crate) async fn frontrow(
     let explicit = LeanRace::new(race(
         create_event(&http, &base, "Hot Onsale", "Nova Lights", "Amsterdam").await?,
     ))?;
+    quiet(&fr).await?;
     let (mode, bounds) = config.closed(config.reserve_requests);
     let max = drive(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
     let max_rate = max.throughput;
@@ -124,9 +125,9 @@ pub(crate) async fn frontrow(
     }
     races.push(("reserve explicit + pay", explicit.race));
 
-    quiet(&fr).await?;
     // Best available: the writer picks adjacent seats in a section.
     let best = race(create_event(&http, &base, "Hot Onsale 2", "Nova Lights", "Amsterdam").await?);
+    quiet(&fr).await?;
     let sections: Arc<Vec<String>> = Arc::new(
         frontrow::sample::arena()
             .sections
@@ -139,11 +140,11 @@ pub(crate) async fn frontrow(
     results.push("1-hot-onsale", "frontrow", "reserve best-available (max)", stats);
     races.push(("reserve best-available", best));
 
-    quiet(&fr).await?;
     // The latency at half the maximum rate, open loop.
     let half = LeanRace::new(race(
         create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?,
     ))?;
+    quiet(&fr).await?;
     let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
     let before = crate::inside::scrape(&http, &base).await?;
     let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
@@ -158,9 +159,9 @@ pub(crate) async fn frontrow(
     println!("  {}", crate::inside::summary(&inside));
     races.push(("reserve at half max", half.race));
 
-    quiet(&fr).await?;
     // 2. Availability map reads of the hot event while reservations keep coming.
     let hot = race(create_event(&http, &base, "Hot Onsale 4", "Nova Lights", "Utrecht").await?);
+    quiet(&fr).await?;
     let background = {
         let (mode, _) = config.open(config.background_rate);
         let bounds = Bounds {
@@ -228,6 +229,7 @@ pub(crate) async fn frontrow(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    quiet(&fr).await?;
     let writes = race(search_event);
     let background = {
         let (mode, mut bounds) = config.open(config.background_rate);
@@ -373,9 +375,11 @@ pub(crate) async fn frontrow(
     Ok(())
 }
 
-/// Waits until FrontRow's ledger projector has applied the previous phase's records, so each
-/// phase starts without a projection backlog competing for the two cores (the baselines have
-/// none). Then a moment for the search projector, which follows the same journal.
+/// Waits until FrontRow's ledger projector has applied everything so far: the previous
+/// phase's records and the new event's seats (20,008 rows) alike, so each phase starts without
+/// a projection backlog competing for the two cores (the baselines insert their event's seats
+/// before their phases start). Then a moment for the search projector, which follows the same
+/// journal.
 async fn quiet(fr: &FrontRow) -> anyhow::Result<()> {
     anyhow::ensure!(
         fr.ledger_caught_up(Duration::from_secs(120)).await?,

@@ -116,23 +116,28 @@ fn settings(cli: &Cli) -> anyhow::Result<Settings> {
     Ok(settings)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGINT or SIGTERM, whichever comes first. The handlers are installed when this is called, not
+/// when the future is first polled (the server polls it only once it serves): called before
+/// the "listening" line, a stop asked for as soon as that line appears is a graceful one, where
+/// otherwise the signal's default action would end the process at once.
+fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
+    let stopped = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        let mut terminate = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        async move {
+            tokio::select! { _ = interrupt.recv() => {}, _ = terminate.recv() => {} }
         }
     };
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
-    tracing::info!("shutdown requested");
+    let stopped = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    Ok(async move {
+        stopped.await;
+        tracing::info!("shutdown requested");
+    })
 }
 
 /// Builds and runs one process in `role` until SIGINT/SIGTERM.
@@ -163,6 +168,7 @@ async fn serve(settings: Settings, role: Role) -> anyhow::Result<()> {
     let organizer_key = demo_organizer_key(&settings)?;
     let node_url = settings.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
     let app = App::build_role(settings, Arc::new(SystemClock::new()), role, node_url).await?;
+    let stop = shutdown_signal()?;
     println!("FrontRow listening on http://{addr}");
     if app.settings.sample_event && role == Role::All {
         println!("  sample event:  http://{addr}/events/{SAMPLE_EVENT_ID}/availability");
@@ -176,7 +182,7 @@ async fn serve(settings: Settings, role: Role) -> anyhow::Result<()> {
         );
     }
     println!("  API description: http://{addr}/openapi.json");
-    app.run(listener, shutdown_signal()).await?;
+    app.run(listener, stop).await?;
     tracing::info!("stopped cleanly");
     Ok(())
 }

@@ -310,3 +310,20 @@ async fn logs_to_a_pipe_are_plain_text() {
         &text[..text.len().min(500)]
     );
 }
+
+/// A stop asked for as soon as a node says it listens (a supervisor stopping what it just
+/// started, a test) is a graceful stop: the signal handlers are in place before that line is
+/// printed. Before they were, such a SIGTERM ended the node by the signal's default action.
+#[tokio::test]
+async fn a_stop_as_soon_as_the_node_listens_is_graceful() {
+    for attempt in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let (child, _) = serve_unread_stderr(dir.path(), &[]);
+        let text = stop_reading_stderr(child);
+        assert!(
+            text.contains("shutdown requested") && text.contains("stopped cleanly"),
+            "attempt {attempt}: {}",
+            &text[text.len().saturating_sub(2_000)..]
+        );
+    }
+}

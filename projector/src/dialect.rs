@@ -82,11 +82,11 @@ fn decoded<DB: Dialect>(rows: &[DB::Row], types: &[Ty]) -> Result<Vec<Vec<Val>>,
         .collect()
 }
 
-/// The ledger's migrator in the SQL dialect of `$db` (a folder of
-/// `schema/migrations/ledger/`): both databases have the same migrations, in this order.
-macro_rules! ledger_migrator {
+/// The ledger's migrations in the SQL dialect of `$db` (a folder of `schema/migrations/ledger/`),
+/// as `(version, description, SQL)`: both databases have the same migrations, in this order.
+macro_rules! ledger_migrations {
     ($db:literal) => {
-        $crate::dialect::migrator(&[
+        [
             (
                 1,
                 "ledger",
@@ -101,7 +101,24 @@ macro_rules! ledger_migrator {
                     "/0002_withheld_seats.sql"
                 )),
             ),
-        ])
+            (
+                3,
+                "seats stored by key",
+                include_str!(concat!(
+                    "../../schema/migrations/ledger/",
+                    $db,
+                    "/0003_seats_by_key.sql"
+                )),
+            ),
+        ]
+    };
+}
+pub(crate) use ledger_migrations;
+
+/// The ledger's migrator in the SQL dialect of `$db`.
+macro_rules! ledger_migrator {
+    ($db:literal) => {
+        $crate::dialect::migrator(&$crate::dialect::ledger_migrations!($db))
     };
 }
 pub(crate) use ledger_migrator;

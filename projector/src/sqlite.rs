@@ -379,3 +379,78 @@ impl Ledger for SqliteLedger {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::{ledger_migrations, migrator};
+
+    /// A ledger written before migration 3 (its seats a table of rows beside an index of their
+    /// key) keeps every seat when a node opens it now, and its seats are then stored by key.
+    #[tokio::test]
+    async fn a_ledger_from_before_keeps_its_seats_when_they_are_stored_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = "ledger-1.db";
+        {
+            let options = SqliteConnectOptions::new()
+                .filename(dir.path().join(file))
+                .create_if_missing(true);
+            let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
+            let migrations = ledger_migrations!("sqlite");
+            migrator(&migrations[..2]).run(&pool).await.unwrap();
+            sqlx::raw_sql(
+                "INSERT INTO seats VALUES
+                   ('e1', 'A-1-1', 'A', '1', 1, 'T', 5000, 'held', 'r1', '2026-12-07T20:00:00Z'),
+                   ('e1', 'A-1-2', 'A', '1', 2, 'T', 5000, 'available', NULL, '2026-12-07T19:00:00Z'),
+                   ('e2', 'F', 'F', '', 0, 'T', 3000, 'withheld', NULL, '2026-12-07T18:00:00Z')",
+            )
+            .execute(&pool)
+            .await
+            .unwrap();
+            pool.close().await;
+        }
+        write_pointer(dir.path(), file).unwrap();
+
+        let ledger = SqliteLedger::open(dir.path()).await.unwrap();
+        let text = |row: &Vec<Val>| {
+            row.iter()
+                .map(|v| v.as_str().unwrap_or("-").to_owned())
+                .collect::<Vec<_>>()
+        };
+        let seats = ledger
+            .query(
+                "SELECT event_id, seat, state, reservation_id FROM seats ORDER BY event_id, seat",
+                vec![],
+                &[Ty::Text, Ty::Text, Ty::Text, Ty::Text],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            seats.iter().map(text).collect::<Vec<_>>(),
+            [
+                ["e1", "A-1-1", "held", "r1"],
+                ["e1", "A-1-2", "available", "-"],
+                ["e2", "F", "withheld", "-"],
+            ]
+        );
+        let table = ledger
+            .query(
+                "SELECT sql FROM sqlite_schema WHERE name = 'seats'",
+                vec![],
+                &[Ty::Text],
+            )
+            .await
+            .unwrap();
+        assert!(table[0][0].as_str().unwrap().ends_with("WITHOUT ROWID"), "{table:?}");
+        // Still the table the projector writes: a seat's state changes by its key.
+        let changed = ledger
+            .query(
+                "UPDATE seats SET state = 'booked' WHERE event_id = 'e1' AND seat = 'A-1-1' RETURNING state",
+                vec![],
+                &[Ty::Text],
+            )
+            .await
+            .unwrap();
+        assert_eq!(changed.len(), 1);
+    }
+}

@@ -283,17 +283,9 @@ pub struct EventAudit {
 #[async_trait]
 pub trait LedgerReads {
     /// At most `limit` of the customer's bookings, newest first, from just after `after` (from
-    /// the newest without it), cancelled ones included.
-    async fn customer_bookings(
-        &self,
-        customer: &CustomerId,
-        after: Option<BookingCursor>,
-        limit: usize,
-    ) -> Result<Vec<CustomerBooking>, LedgerError>;
-    /// How many of the customer's bookings stand, and how many were cancelled.
-    async fn customer_booking_counts(&self, customer: &CustomerId) -> Result<(i64, i64), LedgerError>;
-    /// [`LedgerReads::customer_bookings`] and [`LedgerReads::customer_booking_counts`] as of one
-    /// state of the ledger, so the counts and the page agree.
+    /// the newest without it), cancelled ones included; and how many of all their bookings
+    /// stand and how many were cancelled. Both are read as of one state of the ledger, so the
+    /// page and the counts agree.
     async fn customer_bookings_and_counts(
         &self,
         customer: &CustomerId,

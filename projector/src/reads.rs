@@ -211,21 +211,6 @@ fn booking_counts_of(rows: Vec<Vec<Val>>) -> Result<(i64, i64), LedgerError> {
 
 #[async_trait]
 impl<L: Ledger + ?Sized> LedgerReads for L {
-    async fn customer_bookings(
-        &self,
-        customer: &CustomerId,
-        after: Option<BookingCursor>,
-        limit: usize,
-    ) -> Result<Vec<CustomerBooking>, LedgerError> {
-        let read = bookings_read(customer, after, limit);
-        bookings_of(self.query(&read.sql, read.params, read.types).await?)
-    }
-
-    async fn customer_booking_counts(&self, customer: &CustomerId) -> Result<(i64, i64), LedgerError> {
-        let read = booking_counts_read(customer);
-        booking_counts_of(self.query(&read.sql, read.params, read.types).await?)
-    }
-
     async fn customer_bookings_and_counts(
         &self,
         customer: &CustomerId,

@@ -1,9 +1,10 @@
-//! Measures how fast a ledger rebuild replays the log into PostgreSQL.
+//! Measures how fast a ledger rebuild replays the log into PostgreSQL (or SQLite).
 //!
 //! ```sh
 //! ./deploy/local/up.sh postgres
 //! cargo run --release -p frontrow-projector --example rebuild_rate            # 1,000,000 records
 //! cargo run --release -p frontrow-projector --example rebuild_rate -- 200000  # fewer
+//! cargo run --release -p frontrow-projector --example rebuild_rate -- --sqlite # SQLite
 //! ```
 //!
 //! It generates a realistic log with the real domain (`decide` + `apply`: 1,000 events, holds,
@@ -12,6 +13,11 @@
 //! `rebuild`: replay into a fresh schema generation and promote it. The database is
 //! `FRONTROW_DATABASE_URL` (default `postgres://frontrow:frontrow@127.0.0.1:5432/frontrow`);
 //! `FRONTROW_REBUILD_BATCH` sets the records per batch (default 5000).
+//!
+//! `--sqlite` rebuilds into an embedded SQLite ledger instead (in a directory under
+//! `target/rebuild-rate/`, deleted at the end), the ledger `frontrow serve` keeps on its embedded
+//! defaults; its connections are this process's threads, so the process's CPU time (`time`)
+//! is all of the ledger's work.
 
 #[path = "../tests/ledger/generate.rs"]
 #[expect(dead_code, reason = "shared with the tests, which use more of it")]
@@ -22,7 +28,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use frontrow_journal::{Journal, SqliteJournal};
-use frontrow_projector::{Ledger, PgLedger, rebuild};
+use frontrow_projector::{Ledger, PgLedger, SqliteLedger, rebuild};
 
 /// The allocator the `frontrow` binary runs its rebuild with.
 #[global_allocator]
@@ -34,8 +40,11 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "frontrow_projector=info".into()))
         .init();
-    let target: u64 = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sqlite = args.iter().any(|a| a == "--sqlite");
+    let target: u64 = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(1_000_000);
@@ -67,13 +76,28 @@ async fn main() -> anyhow::Result<()> {
         have = g.records;
         println!("generated {have} records in {:.1}s", started.elapsed().as_secs_f64());
     }
+    if sqlite {
+        let ledger_dir = dir.join(format!("sqlite-ledger-{}", std::process::id()));
+        let serving = SqliteLedger::open(&ledger_dir).await?;
+        measure(journal, &serving, batch).await?;
+        drop(serving);
+        std::fs::remove_dir_all(&ledger_dir)?;
+        return Ok(());
+    }
     let schema = format!("bench_ledger_{}", std::process::id());
     let serving = PgLedger::connect(&url, &schema)
         .await
         .context("connecting to PostgreSQL")?;
-    let report = rebuild(journal, &serving, batch).await?;
+    measure(journal, &serving, batch).await?;
+    serving.drop_schema().await?;
+    Ok(())
+}
+
+/// Rebuilds `serving` from `journal` and prints the rate and each table's rows.
+async fn measure(journal: Arc<dyn Journal>, serving: &dyn Ledger, batch: usize) -> anyhow::Result<()> {
+    let report = rebuild(journal, serving, batch).await?;
     println!(
-        "rebuilt {} records into PostgreSQL ({}) in {:.1}s: {:.0} records/s (batch {batch})",
+        "rebuilt {} records into {} in {:.1}s: {:.0} records/s (batch {batch})",
         report.records,
         serving.describe(),
         report.elapsed.as_secs_f64(),
@@ -86,6 +110,5 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         println!("  {}: {} rows", table.name, n[0][0].as_int().unwrap_or(0));
     }
-    serving.drop_schema().await?;
     Ok(())
 }

@@ -216,6 +216,16 @@ impl Shared {
     }
 }
 
+/// How a refused join is counted: its status and, from its problem+json body, its type, so
+/// the report says why (`503 urn:frontrow:problem:overloaded`: the event's writer's mailbox
+/// was full); the status alone when the body is not a problem.
+fn refusal(status: u16, body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|p| p["type"].as_str().map(|t| format!("{status} {t}")))
+        .unwrap_or_else(|| status.to_string())
+}
+
 struct Fan {
     i: usize,
     intended: Instant,
@@ -283,8 +293,8 @@ impl Fan {
                     _ => (Err(201), None),
                 }
             }
-            Ok((status, _)) => {
-                self.shared.answer(status.to_string());
+            Ok((status, body)) => {
+                self.shared.answer(refusal(status, &body));
                 (Err(status), None)
             }
             Err(e) => {
@@ -897,4 +907,21 @@ async fn check_log(
         ),
     });
     Ok(checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+    use frontrow_http::Problem;
+
+    use super::refusal;
+
+    #[tokio::test]
+    async fn a_refused_join_is_counted_by_its_status_and_problem_type() {
+        let answer = Problem::overloaded("too many requests for this event right now").into_response();
+        assert_eq!(answer.status(), 503);
+        let body = axum::body::to_bytes(answer.into_body(), 64 * 1024).await.unwrap();
+        assert_eq!(refusal(503, &body), "503 urn:frontrow:problem:overloaded");
+        assert_eq!(refusal(502, b"<html>bad gateway</html>"), "502");
+    }
 }

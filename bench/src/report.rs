@@ -353,7 +353,7 @@ pub fn write(
         "The reserve and map targets are ratios of the same process's GET /health (the issue's ceiling), measured on the lean client just after FrontRow starts, wrk beside it; the ratios to the bare hello-world server (no middleware: no request id, span, log line, metrics or rate limits) are reported too (ratios.*_vs_hello), as the stricter yardstick.",
         "Client: the ceiling and the database baselines' phases and FrontRow's explicit reserves (max, pay and half max) and map reads use the harness's lean HTTP/1.1 client (bench/src/http1.rs, one keep-alive connection per client); FrontRow's other phases (best-available, search, background reserves) still use reqwest. wrk runs against the same hello-world server with as many connections (ceilings.harness_vs_wrk).",
         "The database baselines' parts are measured alone in the same run: redis-benchmark with the lock's pipelined SET NX PX and the unlock script, pgbench with the naive transaction (see bottlenecks).",
-        "A baseline's half-max phase runs at half its max phase's rate over the first requests of the same sequence (the ones the half-max phase sends, mostly 201s), not half its whole rate, which is inflated by the cheap 409s once the max phase's event sold out.",
+        "Every design's half-max phase (FrontRow's since 2026-12-08) runs at half its max phase's rate over the first requests of the same sequence (the ones the half-max phase sends, mostly 201s), not half its whole rate, which is inflated by the cheap 409s once the max phase's event sold out; when the half-max phase sends more requests than the max phase answered, that is the max phase's whole rate.",
         "Targets are reported, not asserted.",
     ];
     let report = json!({

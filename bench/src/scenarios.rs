@@ -114,7 +114,7 @@ pub(crate) async fn frontrow(
     ))?;
     quiet(&fr).await?;
     let (mode, bounds) = config.closed(config.reserve_requests);
-    let max = drive(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
+    let (max, timeline) = drive_timed(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
     let max_rate = max.throughput;
     results.push("1-hot-onsale", "frontrow", "reserve explicit (max)", max);
     let won = Arc::new(explicit.race.log.won.lock().expect("race log").clone());
@@ -140,12 +140,13 @@ pub(crate) async fn frontrow(
     results.push("1-hot-onsale", "frontrow", "reserve best-available (max)", stats);
     races.push(("reserve best-available", best));
 
-    // The latency at half the maximum rate, open loop.
+    // The latency at half the maximum rate, open loop, paced as the baselines' half max is.
     let half = LeanRace::new(race(
         create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?,
     ))?;
     quiet(&fr).await?;
-    let (mode, bounds) = config.open((max_rate / 2.0).max(1.0));
+    let (rate, first) = half_max_rate(&timeline, max_rate, config.open_s);
+    let (mode, bounds) = config.open(rate);
     let before = crate::inside::scrape(&http, &base).await?;
     let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
     let inside = crate::inside::reserve_phase(&before, &crate::inside::scrape(&http, &base).await?);
@@ -154,7 +155,7 @@ pub(crate) async fn frontrow(
         "frontrow",
         "reserve explicit (half max)",
         stats,
-        Some(json!({ "inside": inside })),
+        Some(json!({ "inside": inside, "rate": rate, "paced_by": paced_by(first, max_rate) })),
     );
     println!("  {}", crate::inside::summary(&inside));
     races.push(("reserve at half max", half.race));
@@ -509,9 +510,7 @@ pub(crate) async fn databases(
             Some(json!({
                 "rate": rate,
                 "server_time_per_request": parts,
-                "paced_by": format!(
-                    "half the max phase's rate over its first {first} answers (the requests this phase sends, on a fresh event: mostly 201s), not half its whole rate ({max_rate:.0}/s, mostly cheap 409s once the event sold out)"
-                ),
+                "paced_by": paced_by(first, max_rate),
             })),
         );
         races.push((event, "reserve at half max", half.race));
@@ -558,12 +557,20 @@ async fn take_parts(race: &LeanRace) -> Option<Value> {
     }
 }
 
+/// How [`half_max_rate`] paced a half-max phase, for the report.
+fn paced_by(first: u64, max_rate: f64) -> String {
+    format!(
+        "half the max phase's rate over its first {first} answers (the requests this phase sends, on a fresh event: mostly 201s), not half its whole rate ({max_rate:.0}/s, mostly cheap 409s once the event sold out); past the max phase's last answer, its whole rate"
+    )
+}
+
 /// The open-loop rate of a "half max" phase: half the closed loop's rate over the requests the
 /// open loop will send. The max phase runs 40,000 picks into one event; once its seats are
 /// sold most answers are quick `409`s (an `UPDATE` of no row: no WAL to flush), so its whole
 /// rate is far above what the same target sustains on a fresh event, where most answers are
 /// `201`s, each a durable commit. Half of that whole rate overloaded the naive design's half-max
-/// phase (issue 17: 26 s of queueing). Found by fixed-point iteration: `r = R(r * open_s) / 2`,
+/// phase (issue 17: 26 s of queueing). FrontRow's half max is paced the same way (its `201`s
+/// cost an append and a share of an fsync, its `409`s a decision in memory). Found by fixed-point iteration: `r = R(r * open_s) / 2`,
 /// `R(n)` the max phase's rate over its first `n` answers. Returns the rate and that `n`.
 pub(crate) fn half_max_rate(timeline: &Timeline, max_rate: f64, open_s: f64) -> (f64, u64) {
     let mut rate = max_rate / 2.0;

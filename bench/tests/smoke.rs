@@ -68,6 +68,18 @@ async fn the_smoke_run_against_frontrow_and_the_hello_world_ceiling() {
         assert!(stats.ok > 0, "{scenario} {target} {phase}: no wanted answer: {stats:?}");
         assert_eq!(stats.errors, 0, "{scenario} {target} {phase}: {stats:?}");
     }
+    // FrontRow's half max is paced as the baselines' are, and says how.
+    let half = results
+        .find_extra("1-hot-onsale", "frontrow", "reserve explicit (half max)")
+        .unwrap();
+    assert!(half["rate"].as_f64().unwrap() > 0.0, "{half}");
+    assert!(
+        half["paced_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("half the max phase's rate over its first "),
+        "{half}"
+    );
     assert!(results.rebuild.is_some());
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(report["profile"], "smoke");

@@ -95,24 +95,66 @@ pub(crate) async fn frontrow(
     let base = format!("http://{}", fr.served.addr);
     let http = client(config.clients * 2);
     let tokens = Arc::new(tokens(&fr.auth, config.customers));
-    let race = |event: String| Race {
-        kind: Kind::Frontrow,
-        client: http.clone(),
-        base: base.clone(),
-        event,
-        tokens: tokens.clone(),
-        log: Arc::new(RaceLog::default()),
+    let node = Node {
+        fr,
+        http,
+        base,
+        tokens,
+        picks,
     };
-    let mut races: Vec<(&'static str, Race)> = Vec::new();
+    let mut races = Races::new();
     // The ceiling of this process, which the reserve and map targets are ratios of.
-    crate::run::health_ceiling(config, results, fr.served.addr).await;
+    crate::run::health_ceiling(config, results, node.fr.served.addr).await;
+    hot_onsale(&node, config, results, &mut races).await?;
+    availability(&node, config, results, &mut races).await?;
+    quiet(&node.fr).await?;
+    search(&node, config, results, &mut races).await?;
+    let race_checks = check_races(&node, capacity, results, &races).await?;
+    ledger_rebuild(&node, results).await?;
+    analytics_replay(&node, results, &race_checks).await?;
+    node.fr.stop().await?;
+    Ok(())
+}
 
-    // 1. Hot onsale: explicit seats at the maximum rate, then pay every hold. The explicit
-    // phases go through the lean client, as the ceiling's and the baselines' do.
+/// What FrontRow's phases share: the node in this process, a client of it, the customers'
+/// tokens and the seats each explicit request asks for.
+struct Node {
+    fr: FrontRow,
+    http: reqwest::Client,
+    base: String,
+    tokens: Arc<Vec<String>>,
+    picks: Arc<Vec<Vec<String>>>,
+}
+
+impl Node {
+    /// A race on `event`, with a log of its own.
+    fn race(&self, event: String) -> Race {
+        Race {
+            kind: Kind::Frontrow,
+            client: self.http.clone(),
+            base: self.base.clone(),
+            event,
+            tokens: self.tokens.clone(),
+            log: Arc::new(RaceLog::default()),
+        }
+    }
+}
+
+/// The phases' races, each with its name in the checks.
+type Races = Vec<(&'static str, Race)>;
+
+/// Scenario 1, the hot onsale: explicit seats at the maximum rate, then pay every hold; best
+/// available at the maximum rate; explicit seats at half the maximum rate, open loop. The
+/// explicit phases go through the lean client, as the ceiling's and the baselines' do.
+async fn hot_onsale(node: &Node, config: &Config, results: &mut Results, races: &mut Races) -> anyhow::Result<()> {
+    let Node {
+        fr, http, base, picks, ..
+    } = node;
+    let race = |event: String| node.race(event);
     let explicit = LeanRace::new(race(
-        create_event(&http, &base, "Hot Onsale", "Nova Lights", "Amsterdam").await?,
+        create_event(http, base, "Hot Onsale", "Nova Lights", "Amsterdam").await?,
     ))?;
-    quiet(&fr).await?;
+    quiet(fr).await?;
     let (mode, bounds) = config.closed(config.reserve_requests);
     let (max, timeline) = drive_timed(mode, bounds, explicit.reserve_explicit(picks.clone())).await;
     let max_rate = max.throughput;
@@ -126,8 +168,8 @@ pub(crate) async fn frontrow(
     races.push(("reserve explicit + pay", explicit.race));
 
     // Best available: the writer picks adjacent seats in a section.
-    let best = race(create_event(&http, &base, "Hot Onsale 2", "Nova Lights", "Amsterdam").await?);
-    quiet(&fr).await?;
+    let best = race(create_event(http, base, "Hot Onsale 2", "Nova Lights", "Amsterdam").await?);
+    quiet(fr).await?;
     let sections: Arc<Vec<String>> = Arc::new(
         frontrow::sample::arena()
             .sections
@@ -142,14 +184,14 @@ pub(crate) async fn frontrow(
 
     // The latency at half the maximum rate, open loop, paced as the baselines' half max is.
     let half = LeanRace::new(race(
-        create_event(&http, &base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?,
+        create_event(http, base, "Hot Onsale 3", "Nova Lights", "Rotterdam").await?,
     ))?;
-    quiet(&fr).await?;
+    quiet(fr).await?;
     let (rate, first) = half_max_rate(&timeline, max_rate, config.open_s);
     let (mode, bounds) = config.open(rate);
-    let before = crate::inside::scrape(&http, &base).await?;
+    let before = crate::inside::scrape(http, base).await?;
     let stats = drive(mode, bounds, half.reserve_explicit(picks.clone())).await;
-    let inside = crate::inside::reserve_phase(&before, &crate::inside::scrape(&http, &base).await?);
+    let inside = crate::inside::reserve_phase(&before, &crate::inside::scrape(http, base).await?);
     results.push_extra(
         "1-hot-onsale",
         "frontrow",
@@ -159,10 +201,16 @@ pub(crate) async fn frontrow(
     );
     println!("  {}", crate::inside::summary(&inside));
     races.push(("reserve at half max", half.race));
+    Ok(())
+}
 
-    // 2. Availability map reads of the hot event while reservations keep coming.
-    let hot = race(create_event(&http, &base, "Hot Onsale 4", "Nova Lights", "Utrecht").await?);
-    quiet(&fr).await?;
+/// Scenario 2, availability map reads of the hot event, full and `304`, while reservations keep coming.
+async fn availability(node: &Node, config: &Config, results: &mut Results, races: &mut Races) -> anyhow::Result<()> {
+    let Node {
+        fr, http, base, picks, ..
+    } = node;
+    let hot = node.race(create_event(http, base, "Hot Onsale 4", "Nova Lights", "Utrecht").await?);
+    quiet(fr).await?;
     let background = {
         let (mode, _) = config.open(config.background_rate);
         let bounds = Bounds {
@@ -197,9 +245,14 @@ pub(crate) async fn frontrow(
     let bg = background.await.context("background writes")?;
     results.push("2-availability", "frontrow", "background reserves", bg);
     races.push(("reserve during map reads", hot));
+    Ok(())
+}
 
-    quiet(&fr).await?;
-    // 4. Search at a fixed rate while reservations run.
+/// Scenario 4, search at a fixed rate while reservations run, on events the phase creates.
+async fn search(node: &Node, config: &Config, results: &mut Results, races: &mut Races) -> anyhow::Result<()> {
+    let Node {
+        fr, http, base, picks, ..
+    } = node;
     let artists = [
         ("Taylor Swift", "Amsterdam"),
         ("Nova Lights", "Berlin"),
@@ -210,7 +263,7 @@ pub(crate) async fn frontrow(
     ];
     let mut search_event = String::new();
     for (artist, city) in artists {
-        search_event = create_event(&http, &base, &format!("{artist} Live"), artist, city).await?;
+        search_event = create_event(http, base, &format!("{artist} Live"), artist, city).await?;
     }
     // The search projector indexes asynchronously: wait until the last event is found.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -230,8 +283,8 @@ pub(crate) async fn frontrow(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    quiet(&fr).await?;
-    let writes = race(search_event);
+    quiet(fr).await?;
+    let writes = node.race(search_event);
     let background = {
         let (mode, mut bounds) = config.open(config.background_rate);
         bounds.max_time = Duration::from_secs_f64(config.open_s + 0.5);
@@ -273,11 +326,23 @@ pub(crate) async fn frontrow(
     let bg = background.await.context("background writes")?;
     results.push("4-search", "frontrow", "background reserves", bg);
     races.push(("reserve during search", writes));
+    Ok(())
+}
 
-    // Every race: the answers, the query side's map and a replay of the journal agree.
+/// A race, its name and its check, for the analytics replay to check against.
+type Checked<'a> = Vec<(&'static str, &'a Race, crate::workload::RaceCheck)>;
+
+/// Every race: the answers, the query side's map and a replay of the journal agree.
+async fn check_races<'a>(
+    node: &Node,
+    capacity: usize,
+    results: &mut Results,
+    races: &'a Races,
+) -> anyhow::Result<Checked<'a>> {
+    let Node { fr, http, base, .. } = node;
     let replayed = fr.replay().await?;
     let mut race_checks = Vec::new();
-    for (name, race) in &races {
+    for (name, race) in races {
         let after = last_position(&race.log).unwrap_or_else(|| "0:0".into());
         let res = http
             .get(format!(
@@ -299,10 +364,14 @@ pub(crate) async fn frontrow(
         );
         println!("  check {name}: {}", check.summary());
         results.checks.push((format!("frontrow: {name}"), check.clone()));
-        race_checks.push((name, race, check));
+        race_checks.push((*name, race, check));
     }
+    Ok(race_checks)
+}
 
-    // 5. The ledger: caught up, then the journal replayed into a fresh one must equal it.
+/// Scenario 5, the ledger: caught up, then the journal replayed into a fresh one must equal it.
+async fn ledger_rebuild(node: &Node, results: &mut Results) -> anyhow::Result<()> {
+    let fr = &node.fr;
     let caught_up = fr.ledger_caught_up(Duration::from_secs(60)).await?;
     anyhow::ensure!(
         caught_up,
@@ -322,9 +391,13 @@ pub(crate) async fn frontrow(
         "ledger": "sqlite (embedded), fresh generation",
     }));
     results.ledger_equals_log = Some(equal);
+    Ok(())
+}
 
-    // 5. The analytics replay: the same journal through `frontrow analytics`' code, every
-    // partition and event; each race's event must have the figures the race observed.
+/// Scenario 5, the analytics replay: the same journal through `frontrow analytics`' code, every
+/// partition and event; each race's event must have the figures the race observed.
+async fn analytics_replay(node: &Node, results: &mut Results, race_checks: &Checked<'_>) -> anyhow::Result<()> {
+    let fr = &node.fr;
     let report = frontrow_analytics::analyse(
         fr.journal.clone(),
         &ReplayOptions {
@@ -350,7 +423,7 @@ pub(crate) async fn frontrow(
         "events_per_s": report.records_per_second,
         "journal": "sqlite (embedded), every partition side by side, every event (frontrow_analytics::analyse)",
     }));
-    for (name, race, check) in &race_checks {
+    for (name, race, check) in race_checks {
         let event: frontrow_schema::EventId = race.event.parse().context("event id")?;
         let figures = report
             .events
@@ -372,7 +445,6 @@ pub(crate) async fn frontrow(
             .analytics_checks
             .push((format!("frontrow analytics: {name}"), agrees));
     }
-    fr.stop().await?;
     Ok(())
 }
 

@@ -283,42 +283,7 @@ impl App {
         }
         let secrets = Secrets::resolve(&settings)?;
         let journal = open_journal(&settings).await?;
-        let config = WriterConfig {
-            mailbox: settings.mailbox,
-            batch: settings.batch,
-            snapshot_every: settings.snapshot_every,
-        };
-        let (writers, membership) = match role {
-            Role::All => {
-                let writers = Writers::start(journal.clone(), clock.clone(), config)
-                    .await
-                    .context("restoring the writers")?;
-                (Some(writers), None)
-            }
-            Role::Command => {
-                let JournalChoice::Kafka { brokers, topic } = settings.journal.clone() else {
-                    anyhow::bail!("a command node shares partitions through Kafka: use --journal kafka://...");
-                };
-                let writers = Writers::new(journal.clone(), clock.clone(), config);
-                let ownership = OwnershipSettings {
-                    brokers,
-                    // One group per events topic: installations (or test runs) sharing a Kafka
-                    // cluster never rebalance each other.
-                    group: format!("frontrow-command.{topic}"),
-                    topic,
-                    node_url: node_url.trim_end_matches('/').to_owned(),
-                    session_timeout: std::time::Duration::from_millis(settings.kafka.session_timeout_ms),
-                    heartbeat_interval: std::time::Duration::from_millis(settings.kafka.heartbeat_interval_ms),
-                    static_membership: settings.kafka.static_membership,
-                    replication: settings.kafka.replication,
-                };
-                let membership = ownership::join(ownership, writers.clone())
-                    .await
-                    .context("joining the command group")?;
-                (Some(writers), Some(membership))
-            }
-            Role::Query | Role::Projector => (None, None),
-        };
+        let (writers, membership) = start_command_side(&settings, &journal, &clock, role, &node_url).await?;
         let (catalog, mut query_tasks) = if matches!(role, Role::All | Role::Query) {
             let (catalog, tasks) = Catalog::start(journal.clone())
                 .await
@@ -332,47 +297,24 @@ impl App {
         } else {
             Some(open_search(&settings)?)
         };
-        // The embedded index lives in this node's data directory, so a query node on tantivy
-        // projects into it itself; a shared OpenSearch index is fed by `frontrow projector`.
-        let projects_search = match role {
-            Role::All | Role::Projector => true,
-            Role::Query => settings.search == SearchChoice::Tantivy,
-            Role::Command => false,
+        let ledger = if role == Role::Command {
+            None
+        } else {
+            Some(open_ledger(&settings).await?)
         };
         // A node that serves requests gives its projections a lower share of the CPU.
         let budget = match role {
             Role::All | Role::Query => Some(Budget::new(settings.projections_nice.into())?),
             Role::Command | Role::Projector => None,
         };
-        if let (Some(index), true) = (&search, projects_search) {
-            let start =
-                frontrow_search::projector::start(index.clone(), journal.clone(), settings.projector_interval());
-            let tasks = on_budget(budget.as_ref(), start)
-                .await?
-                .context("starting the search projector")?;
-            query_tasks.extend(tasks);
-        }
-        let ledger = if role == Role::Command {
-            None
-        } else {
-            Some(open_ledger(&settings).await?)
+        let projections = Projections {
+            settings: &settings,
+            role,
+            journal: &journal,
+            budget: budget.as_ref(),
         };
-        // Same rule as search: an embedded ledger is projected by the node that has it; a shared
-        // PostgreSQL ledger by `frontrow projector` (or `serve`).
-        let projects_ledger = match role {
-            Role::All | Role::Projector => true,
-            Role::Query => settings.database_url.is_none(),
-            Role::Command => false,
-        };
-        let ledger_projector = match (&ledger, projects_ledger) {
-            (Some(ledger), true) => {
-                let (journal, ledger, batch) = (journal.clone(), ledger.clone(), settings.projector_batch);
-                let pace = settings.projector_interval();
-                let spawn = async move { frontrow_projector::spawn(journal, ledger, batch, pace) };
-                Some(on_budget(budget.as_ref(), spawn).await?)
-            }
-            _ => None,
-        };
+        query_tasks.extend(projections.search(search.as_ref()).await?);
+        let ledger_projector = projections.ledger(ledger.as_ref()).await?;
         if let Some(budget) = &budget {
             budget.watch_threads();
         }
@@ -572,6 +514,101 @@ impl App {
         }
         drop(budget);
         served.context("serving HTTP")
+    }
+}
+
+/// The writers `role` runs: every partition's in one process; in a command node, the ones the
+/// Kafka group assigns it, with its membership of the group. `None` for the other roles.
+async fn start_command_side(
+    settings: &Settings,
+    journal: &Arc<dyn Journal>,
+    clock: &Arc<dyn Clock>,
+    role: Role,
+    node_url: &str,
+) -> anyhow::Result<(Option<Writers>, Option<Membership>)> {
+    let config = WriterConfig {
+        mailbox: settings.mailbox,
+        batch: settings.batch,
+        snapshot_every: settings.snapshot_every,
+    };
+    Ok(match role {
+        Role::All => {
+            let writers = Writers::start(journal.clone(), clock.clone(), config)
+                .await
+                .context("restoring the writers")?;
+            (Some(writers), None)
+        }
+        Role::Command => {
+            let JournalChoice::Kafka { brokers, topic } = settings.journal.clone() else {
+                anyhow::bail!("a command node shares partitions through Kafka: use --journal kafka://...");
+            };
+            let writers = Writers::new(journal.clone(), clock.clone(), config);
+            let ownership = OwnershipSettings {
+                brokers,
+                // One group per events topic: installations (or test runs) sharing a Kafka
+                // cluster never rebalance each other.
+                group: format!("frontrow-command.{topic}"),
+                topic,
+                node_url: node_url.trim_end_matches('/').to_owned(),
+                session_timeout: std::time::Duration::from_millis(settings.kafka.session_timeout_ms),
+                heartbeat_interval: std::time::Duration::from_millis(settings.kafka.heartbeat_interval_ms),
+                static_membership: settings.kafka.static_membership,
+                replication: settings.kafka.replication,
+            };
+            let membership = ownership::join(ownership, writers.clone())
+                .await
+                .context("joining the command group")?;
+            (Some(writers), Some(membership))
+        }
+        Role::Query | Role::Projector => (None, None),
+    })
+}
+
+/// What a node needs to start the projections it keeps, on the projections' runtime when it
+/// serves requests (`budget`).
+struct Projections<'a> {
+    settings: &'a Settings,
+    role: Role,
+    journal: &'a Arc<dyn Journal>,
+    budget: Option<&'a Budget>,
+}
+
+impl Projections<'_> {
+    /// The search projector's tasks, when this node projects into `index`.
+    async fn search(&self, index: Option<&Arc<dyn SearchIndex>>) -> anyhow::Result<Vec<JoinHandle<()>>> {
+        // The embedded index lives in this node's data directory, so a query node on tantivy
+        // projects into it itself; a shared OpenSearch index is fed by `frontrow projector`.
+        let projects = match self.role {
+            Role::All | Role::Projector => true,
+            Role::Query => self.settings.search == SearchChoice::Tantivy,
+            Role::Command => false,
+        };
+        let Some(index) = index.filter(|_| projects) else {
+            return Ok(Vec::new());
+        };
+        let start =
+            frontrow_search::projector::start(index.clone(), self.journal.clone(), self.settings.projector_interval());
+        on_budget(self.budget, start)
+            .await?
+            .context("starting the search projector")
+    }
+
+    /// The ledger projector, when this node projects into `ledger`.
+    async fn ledger(&self, ledger: Option<&Arc<dyn Ledger>>) -> anyhow::Result<Option<ProjectorHandle>> {
+        // Same rule as search: an embedded ledger is projected by the node that has it; a shared
+        // PostgreSQL ledger by `frontrow projector` (or `serve`).
+        let projects = match self.role {
+            Role::All | Role::Projector => true,
+            Role::Query => self.settings.database_url.is_none(),
+            Role::Command => false,
+        };
+        let Some(ledger) = ledger.filter(|_| projects) else {
+            return Ok(None);
+        };
+        let (journal, ledger, batch) = (self.journal.clone(), ledger.clone(), self.settings.projector_batch);
+        let pace = self.settings.projector_interval();
+        let spawn = async move { frontrow_projector::spawn(journal, ledger, batch, pace) };
+        Ok(Some(on_budget(self.budget, spawn).await?))
     }
 }
 

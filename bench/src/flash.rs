@@ -412,6 +412,63 @@ fn admitted_count(shared: &Shared) -> usize {
 /// Runs the flash crowd against a FrontRow of its own.
 pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyhow::Result<()> {
     let fc = &config.flash;
+    let (fr, room) = start_target(fc).await?;
+    let (crowd, onsale_instant) = open_waiting_room(&fr, fc, room.fans).await?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (mut tasks, arrival) = arrive(&crowd, fc, &fr, &room, stop_rx, onsale_instant).await;
+    let rejoin = rejoin(&crowd, room.fans).await?;
+    let onsale = onsale(&crowd, fc, arrival.ok, onsale_instant).await?;
+    let held_at_end = crowd.shared.streams_open.load(Ordering::Relaxed);
+    let _ = stop_tx.send(true);
+    let closing = tokio::time::timeout(Duration::from_secs(30), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if closing.is_err() {
+        tasks.abort_all();
+    }
+    let (checks, stopped_gracefully) = stop_and_check(fr, &crowd, rejoin).await?;
+    for c in &checks {
+        println!(
+            "  check {}: {} ({})",
+            c.name,
+            if c.passed { "ok" } else { "FAILED" },
+            c.detail
+        );
+    }
+    let outcome = Outcome {
+        room,
+        arrival,
+        onsale,
+        held_at_end,
+        stopped_gracefully,
+    };
+    let (stats, extra) = outcome.report(fc, &crowd.shared);
+    results.push_extra(
+        "3-flash-crowd",
+        "frontrow",
+        "queue join (ramp)",
+        stats,
+        Some(extra.clone()),
+    );
+    results.flash_crowd = Some(extra);
+    results.queue_checks.extend(checks);
+    Ok(())
+}
+
+/// How many fans the descriptors allow, and where the server runs.
+struct Room {
+    fans: usize,
+    limit: u64,
+    clamp_note: String,
+    /// Descriptors a connection costs in this process: 1 with the server in a child, 2 in here.
+    per_fan: u64,
+    server_pid: u32,
+}
+
+/// Raises this process's descriptor limit, starts FrontRow (a child when the config names its
+/// binary) and clamps the crowd to what both limits allow.
+async fn start_target(fc: &FlashConfig) -> anyhow::Result<(Target, Room)> {
     let per_fan = if fc.frontrow_bin.is_some() { 1 } else { 2 };
     println!(
         "flash crowd (FrontRow, embedded defaults, {})",
@@ -451,7 +508,28 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     };
     println!("  {clamp_note}");
     anyhow::ensure!(fans > 0, "no file descriptors for the crowd");
+    let room = Room {
+        fans,
+        limit,
+        clamp_note,
+        per_fan,
+        server_pid,
+    };
+    Ok((fr, room))
+}
 
+/// The crowd's event, a client of its server, the fans' tokens and what the fans saw.
+struct Crowd {
+    http: reqwest::Client,
+    base: String,
+    event: String,
+    tokens: Arc<Vec<String>>,
+    shared: Arc<Shared>,
+}
+
+/// Creates the event, on sale `onsale_after_s` from now, and opens its waiting room; returns
+/// the crowd and when the onsale is.
+async fn open_waiting_room(fr: &Target, fc: &FlashConfig, fans: usize) -> anyhow::Result<(Crowd, Instant)> {
     let base = format!("http://{}", fr.addr());
     let http = client(64);
     let tokens = Arc::new(tokens(fr.auth(), fans));
@@ -466,7 +544,6 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         .send()
         .await?;
     anyhow::ensure!(res.status() == 200, "opening the queue: {}", res.text().await?);
-
     let shared = Arc::new(Shared {
         histogram: Mutex::new(Histogram::new_with_bounds(1, 300_000_000, 3).expect("valid histogram bounds")),
         ok: AtomicU64::new(0),
@@ -481,27 +558,68 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         stream_retries: AtomicUsize::new(0),
         fans: (0..fans).map(|_| Mutex::new(Seen::default())).collect(),
     });
+    let crowd = Crowd {
+        http,
+        base,
+        event,
+        tokens,
+        shared,
+    };
+    Ok((crowd, onsale_instant))
+}
+
+/// The ramp as measured: when it started and ended, the joins and streams, and the server's
+/// memory and CPU around it.
+struct Arrival {
+    start: Instant,
+    joined_at: Instant,
+    ok: usize,
+    held: usize,
+    rss_before: u64,
+    rss_at_once: u64,
+    rss_held: u64,
+    harness_rss_before: u64,
+    harness_rss_held: u64,
+    server_cpu_s: Option<f64>,
+    harness_cpu_s: Option<f64>,
+    load_before: Option<f64>,
+    load_held: Option<f64>,
+    ramp_wall_s: f64,
+    joined_before_onsale: bool,
+}
+
+/// Sends the fans in on the ramp, each holding its status stream until `stop`; waits until
+/// every fan has joined and every joined fan holds its stream, then until the server's
+/// allocator has settled. Returns the fans' tasks, still running.
+async fn arrive(
+    crowd: &Crowd,
+    fc: &FlashConfig,
+    fr: &Target,
+    room: &Room,
+    stop: watch::Receiver<bool>,
+    onsale_instant: Instant,
+) -> (tokio::task::JoinSet<()>, Arrival) {
+    let (shared, fans) = (&crowd.shared, room.fans);
     let rss_before = fr.rss_kib();
     let harness_rss_before = rss_kib();
-    let server_cpu_before = proc_cpu_s(server_pid);
+    let server_cpu_before = proc_cpu_s(room.server_pid);
     let harness_cpu_before = proc_cpu_s(std::process::id());
     let load_before = load_average();
     let cpu_from = Instant::now();
-    let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = tokio::task::JoinSet::new();
     let start = Instant::now() + Duration::from_millis(20);
     let ramp = Duration::from_secs_f64(fc.ramp_s);
-    for (i, token) in tokens.iter().enumerate() {
+    for (i, token) in crowd.tokens.iter().enumerate() {
         let intended = start + ramp.mul_f64((i as f64 / fans as f64).sqrt());
         tokio::time::sleep_until(intended.into()).await;
         let fan = Fan {
             i,
             intended,
             addr: fr.addr(),
-            event: event.clone(),
+            event: crowd.event.clone(),
             token: token.clone(),
             shared: shared.clone(),
-            stop: stop_rx.clone(),
+            stop: stop.clone(),
         };
         tasks.spawn(fan.run());
     }
@@ -517,7 +635,7 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
     .await;
     let held = shared.streams_open.load(Ordering::Relaxed);
     let rss_at_once = fr.rss_kib();
-    let server_cpu_s = proc_cpu_s(server_pid).zip(server_cpu_before).map(|(a, b)| a - b);
+    let server_cpu_s = proc_cpu_s(room.server_pid).zip(server_cpu_before).map(|(a, b)| a - b);
     let harness_cpu_s = proc_cpu_s(std::process::id())
         .zip(harness_cpu_before)
         .map(|(a, b)| a - b);
@@ -540,12 +658,49 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         rss_before / 1024,
         rss_held / 1024
     );
+    let arrival = Arrival {
+        start,
+        joined_at,
+        ok,
+        held,
+        rss_before,
+        rss_at_once,
+        rss_held,
+        harness_rss_before,
+        harness_rss_held,
+        server_cpu_s,
+        harness_cpu_s,
+        load_before,
+        load_held,
+        ramp_wall_s,
+        joined_before_onsale,
+    };
+    (tasks, arrival)
+}
 
-    // Joining again answers the same ticket.
-    let mut rejoin_ok = 0;
-    let mut rejoin_detail = Vec::new();
-    let spot: Vec<usize> = (0..fans).step_by((fans / 10).max(1)).take(10).collect();
-    for &i in &spot {
+/// Spot checks of joining again: up to ten fans, each must be answered its first ticket.
+struct Rejoin {
+    ok: usize,
+    tried: usize,
+    detail: Vec<String>,
+}
+
+/// Joining again answers the same ticket.
+async fn rejoin(crowd: &Crowd, fans: usize) -> anyhow::Result<Rejoin> {
+    let Crowd {
+        http,
+        base,
+        event,
+        tokens,
+        shared,
+    } = crowd;
+    let mut rejoin = Rejoin {
+        ok: 0,
+        tried: 0,
+        detail: Vec::new(),
+    };
+    for i in (0..fans).step_by((fans / 10).max(1)).take(10) {
+        rejoin.tried += 1;
         let first = shared.fans[i].lock().expect("fan").ticket;
         let res = http
             .post(format!("{base}/events/{event}/queue/join"))
@@ -555,20 +710,39 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         let status = res.status().as_u16();
         let again = res.json::<Value>().await.ok().and_then(|v| v["ticket"].as_u64());
         if status == 200 && first.is_some() && again == first {
-            rejoin_ok += 1;
+            rejoin.ok += 1;
         } else {
-            rejoin_detail.push(format!("fan{i}: first {first:?}, again {status} {again:?}"));
+            rejoin
+                .detail
+                .push(format!("fan{i}: first {first:?}, again {status} {again:?}"));
         }
     }
+    Ok(rejoin)
+}
 
-    // The onsale: the lottery, then the first admissions up to max_shoppers.
+/// The onsale as the fans saw it.
+struct Onsale {
+    first_wave: usize,
+    first_wave_s: f64,
+    bought: usize,
+    buy_errors: Vec<String>,
+}
+
+/// The onsale: the lottery, then the first admissions up to `max_shoppers`; a few admitted
+/// fans buy, which spends their admissions and lets the next fans in.
+async fn onsale(crowd: &Crowd, fc: &FlashConfig, ok: usize, onsale_instant: Instant) -> anyhow::Result<Onsale> {
+    let Crowd {
+        http,
+        base,
+        event,
+        tokens,
+        shared,
+    } = crowd;
     tokio::time::sleep_until(onsale_instant.into()).await;
     let first_wave = (fc.max_shoppers as usize).min(ok);
     let waited = Instant::now();
-    let first_seen = until(Duration::from_secs(60), || admitted_count(&shared) >= first_wave).await;
+    let first_seen = until(Duration::from_secs(60), || admitted_count(shared) >= first_wave).await;
     let first_wave_s = waited.elapsed().as_secs_f64();
-
-    // A few admitted fans buy: their admissions are spent and the next fans get in.
     let mut admitted: Vec<(u64, usize, String)> = shared
         .fans
         .iter()
@@ -609,43 +783,45 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
         }
     }
     let second_wave = (first_wave + bought).min(ok);
-    let second_seen = until(Duration::from_secs(30), || admitted_count(&shared) >= second_wave).await;
+    let second_seen = until(Duration::from_secs(30), || admitted_count(shared) >= second_wave).await;
     // A moment more: anyone admitted beyond the expected waves shows up too.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let held_at_end = shared.streams_open.load(Ordering::Relaxed);
-    let _ = stop_tx.send(true);
-    let closing = tokio::time::timeout(Duration::from_secs(30), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
-    if closing.is_err() {
-        tasks.abort_all();
-    }
     println!(
         "  onsale: {} admitted within {first_wave_s:.2}s{}; {bought} bought and paid, then {} admitted{}",
         first_wave,
         if first_seen { "" } else { " (timed out)" },
-        admitted_count(&shared),
+        admitted_count(shared),
         if second_seen {
             ""
         } else {
             " (timed out waiting for the next fans)"
         }
     );
+    Ok(Onsale {
+        first_wave,
+        first_wave_s,
+        bought,
+        buy_errors,
+    })
+}
 
-    // The log: tickets, the lottery, the admissions.
-    // The server stops first when it is a child: its journal file is then read here.
-    let (checks, stopped_gracefully) = match fr {
+/// Stops the server and checks the log: tickets, the lottery, the admissions. A child stops
+/// first and its journal file is then read here. Returns the checks and whether the server
+/// stopped gracefully.
+async fn stop_and_check(fr: Target, crowd: &Crowd, rejoin: Rejoin) -> anyhow::Result<(Vec<QueueCheck>, bool)> {
+    let check = |journal| {
+        check_log(
+            journal,
+            &crowd.event,
+            &crowd.shared,
+            rejoin.ok,
+            rejoin.tried,
+            rejoin.detail,
+        )
+    };
+    Ok(match fr {
         Target::InProcess(fr) => {
-            let checks = check_log(
-                fr.journal.as_ref(),
-                &event,
-                &shared,
-                rejoin_ok,
-                spot.len(),
-                rejoin_detail,
-            )
-            .await;
+            let checks = check(fr.journal.as_ref()).await;
             fr.stop().await?;
             (checks?, true)
         }
@@ -660,115 +836,118 @@ pub(crate) async fn flash_crowd(config: &Config, results: &mut Results) -> anyho
                 }
             );
             let journal = child.journal().await?;
-            (
-                check_log(journal.as_ref(), &event, &shared, rejoin_ok, spot.len(), rejoin_detail).await?,
-                graceful,
-            )
+            (check(journal.as_ref()).await?, graceful)
         }
-    };
-    for c in &checks {
-        println!(
-            "  check {}: {} ({})",
-            c.name,
-            if c.passed { "ok" } else { "FAILED" },
-            c.detail
-        );
-    }
+    })
+}
 
-    let h = shared.histogram.lock().expect("histogram").clone();
-    let elapsed = joined_at.saturating_duration_since(start).as_secs_f64().max(1e-9);
-    let ms = |us: u64| us as f64 / 1000.0;
-    let stats = Stats {
-        mode: Mode::Open {
-            rate: fans as f64 / fc.ramp_s,
-            max_in_flight: fans,
-        },
-        requests: h.len(),
-        ok: ok as u64,
-        refused: 0,
-        shed: shared.shed.load(Ordering::Relaxed),
-        errors: shared.errors.load(Ordering::Relaxed),
-        elapsed_s: elapsed,
-        throughput: h.len() as f64 / elapsed,
-        ok_per_s: ok as f64 / elapsed,
-        p50_ms: ms(h.value_at_quantile(0.50)),
-        p99_ms: ms(h.value_at_quantile(0.99)),
-        p999_ms: ms(h.value_at_quantile(0.999)),
-        max_ms: ms(h.max()),
-    };
-    let peak = shared.streams_peak.load(Ordering::Relaxed);
-    let delta_kib = rss_held.saturating_sub(rss_before);
-    let per_connection_kib = delta_kib as f64 / held.max(1) as f64;
-    let at_once_kib = rss_at_once.saturating_sub(rss_before) as f64 / held.max(1) as f64;
-    let extra = json!({
-        "fans_wanted": fc.fans,
-        "fans": fans,
-        "fd_limit": limit,
-        "fd_note": clamp_note,
-        "ramp_s": fc.ramp_s,
-        "arrivals": "rate ramping linearly from 0: fan i of n due at ramp_s * sqrt(i/n); one new TCP connection per fan",
-        "all_joined_before_onsale": joined_before_onsale,
-        "answers": shared.answers.lock().expect("answers").clone(),
-        "sse_streams_held": held,
-        "sse_streams_peak": peak,
-        "sse_streams_at_end": held_at_end,
-        "sse_stream_failures": shared.stream_failures.load(Ordering::Relaxed),
-        "sse_stream_retries": shared.stream_retries.load(Ordering::Relaxed),
-        "rss_before_mib": rss_before as f64 / 1024.0,
-        "rss_held_mib": rss_held as f64 / 1024.0,
-        "rss_per_connection_kib": per_connection_kib,
-        "rss_measured": format!("{} s after the last stream opened, every stream still held", SETTLE.as_secs()),
-        "rss_at_once_mib": rss_at_once as f64 / 1024.0,
-        "rss_per_connection_at_once_kib": at_once_kib,
-        "rss_source": if per_fan == 1 {
-            "VmRSS of the frontrow serve child process: the server's alone"
-        } else {
-            "VmRSS of this process (FrontRow in-process, plus the fans' client side and queue state): an upper bound for the server"
-        },
-        "server": if per_fan == 1 { "child process" } else { "in-process" },
-        "server_pid": server_pid,
-        "server_stopped_gracefully": stopped_gracefully,
-        "cpu_window_s": ramp_wall_s,
-        "cpu_window": "from just before the first join until every status stream was held",
-        "server_cpu_s": server_cpu_s,
-        "server_cpu_ms_per_join": server_cpu_s.map(|s| s * 1000.0 / ok.max(1) as f64),
-        "server_cpu_note": if per_fan == 1 { "the frontrow child's user + system time (all threads)" } else { "this whole process's user + system time (server and client side)" },
-        "harness_cpu_s": harness_cpu_s,
-        "load_average_1m": [load_before, load_held],
-        "harness_rss_before_mib": harness_rss_before as f64 / 1024.0,
-        "harness_rss_held_mib": harness_rss_held as f64 / 1024.0,
-        "max_shoppers": fc.max_shoppers,
-        "first_wave": first_wave,
-        "first_wave_seen_s": first_wave_s,
-        "bought": bought,
-        "buy_errors": buy_errors,
-        "admitted_seen": admitted_count(&shared),
-    });
-    println!(
-        "  SSE: {held} held at once (peak {peak}); {:.1} KiB RSS per connection ({} MiB over {held}; {at_once_kib:.1} KiB the moment the last one opened); {} asked for again after 503 position-not-visible",
-        per_connection_kib,
-        delta_kib / 1024,
-        shared.stream_retries.load(Ordering::Relaxed)
-    );
-    if let Some(cpu) = server_cpu_s {
+/// Everything the report says of one crowd.
+struct Outcome {
+    room: Room,
+    arrival: Arrival,
+    onsale: Onsale,
+    held_at_end: usize,
+    stopped_gracefully: bool,
+}
+
+impl Outcome {
+    /// The joins' figures and the crowd's report (also printed).
+    fn report(&self, fc: &FlashConfig, shared: &Shared) -> (Stats, Value) {
+        let Outcome {
+            room,
+            arrival: a,
+            onsale,
+            ..
+        } = self;
+        let (fans, ok, held) = (room.fans, a.ok, a.held);
+        let h = shared.histogram.lock().expect("histogram").clone();
+        let elapsed = a.joined_at.saturating_duration_since(a.start).as_secs_f64().max(1e-9);
+        let ms = |us: u64| us as f64 / 1000.0;
+        let stats = Stats {
+            mode: Mode::Open {
+                rate: fans as f64 / fc.ramp_s,
+                max_in_flight: fans,
+            },
+            requests: h.len(),
+            ok: ok as u64,
+            refused: 0,
+            shed: shared.shed.load(Ordering::Relaxed),
+            errors: shared.errors.load(Ordering::Relaxed),
+            elapsed_s: elapsed,
+            throughput: h.len() as f64 / elapsed,
+            ok_per_s: ok as f64 / elapsed,
+            p50_ms: ms(h.value_at_quantile(0.50)),
+            p99_ms: ms(h.value_at_quantile(0.99)),
+            p999_ms: ms(h.value_at_quantile(0.999)),
+            max_ms: ms(h.max()),
+        };
+        let peak = shared.streams_peak.load(Ordering::Relaxed);
+        let delta_kib = a.rss_held.saturating_sub(a.rss_before);
+        let per_connection_kib = delta_kib as f64 / held.max(1) as f64;
+        let at_once_kib = a.rss_at_once.saturating_sub(a.rss_before) as f64 / held.max(1) as f64;
+        let child = room.per_fan == 1;
+        let extra = json!({
+            "fans_wanted": fc.fans,
+            "fans": fans,
+            "fd_limit": room.limit,
+            "fd_note": room.clamp_note,
+            "ramp_s": fc.ramp_s,
+            "arrivals": "rate ramping linearly from 0: fan i of n due at ramp_s * sqrt(i/n); one new TCP connection per fan",
+            "all_joined_before_onsale": a.joined_before_onsale,
+            "answers": shared.answers.lock().expect("answers").clone(),
+            "sse_streams_held": held,
+            "sse_streams_peak": peak,
+            "sse_streams_at_end": self.held_at_end,
+            "sse_stream_failures": shared.stream_failures.load(Ordering::Relaxed),
+            "sse_stream_retries": shared.stream_retries.load(Ordering::Relaxed),
+            "rss_before_mib": a.rss_before as f64 / 1024.0,
+            "rss_held_mib": a.rss_held as f64 / 1024.0,
+            "rss_per_connection_kib": per_connection_kib,
+            "rss_measured": format!("{} s after the last stream opened, every stream still held", SETTLE.as_secs()),
+            "rss_at_once_mib": a.rss_at_once as f64 / 1024.0,
+            "rss_per_connection_at_once_kib": at_once_kib,
+            "rss_source": if child {
+                "VmRSS of the frontrow serve child process: the server's alone"
+            } else {
+                "VmRSS of this process (FrontRow in-process, plus the fans' client side and queue state): an upper bound for the server"
+            },
+            "server": if child { "child process" } else { "in-process" },
+            "server_pid": room.server_pid,
+            "server_stopped_gracefully": self.stopped_gracefully,
+            "cpu_window_s": a.ramp_wall_s,
+            "cpu_window": "from just before the first join until every status stream was held",
+            "server_cpu_s": a.server_cpu_s,
+            "server_cpu_ms_per_join": a.server_cpu_s.map(|s| s * 1000.0 / ok.max(1) as f64),
+            "server_cpu_note": if child { "the frontrow child's user + system time (all threads)" } else { "this whole process's user + system time (server and client side)" },
+            "harness_cpu_s": a.harness_cpu_s,
+            "load_average_1m": [a.load_before, a.load_held],
+            "harness_rss_before_mib": a.harness_rss_before as f64 / 1024.0,
+            "harness_rss_held_mib": a.harness_rss_held as f64 / 1024.0,
+            "max_shoppers": fc.max_shoppers,
+            "first_wave": onsale.first_wave,
+            "first_wave_seen_s": onsale.first_wave_s,
+            "bought": onsale.bought,
+            "buy_errors": onsale.buy_errors,
+            "admitted_seen": admitted_count(shared),
+        });
         println!(
-            "  server CPU {cpu:.2} s over {ramp_wall_s:.2} s of joins ({:.2} ms per join); harness CPU {:.2} s; load average {:?} -> {:?}",
-            cpu * 1000.0 / ok.max(1) as f64,
-            harness_cpu_s.unwrap_or(0.0),
-            load_before,
-            load_held
+            "  SSE: {held} held at once (peak {peak}); {:.1} KiB RSS per connection ({} MiB over {held}; {at_once_kib:.1} KiB the moment the last one opened); {} asked for again after 503 position-not-visible",
+            per_connection_kib,
+            delta_kib / 1024,
+            shared.stream_retries.load(Ordering::Relaxed)
         );
+        if let Some(cpu) = a.server_cpu_s {
+            println!(
+                "  server CPU {cpu:.2} s over {:.2} s of joins ({:.2} ms per join); harness CPU {:.2} s; load average {:?} -> {:?}",
+                a.ramp_wall_s,
+                cpu * 1000.0 / ok.max(1) as f64,
+                a.harness_cpu_s.unwrap_or(0.0),
+                a.load_before,
+                a.load_held
+            );
+        }
+        (stats, extra)
     }
-    results.push_extra(
-        "3-flash-crowd",
-        "frontrow",
-        "queue join (ramp)",
-        stats,
-        Some(extra.clone()),
-    );
-    results.flash_crowd = Some(extra);
-    results.queue_checks.extend(checks);
-    Ok(())
 }
 
 /// Checks the joins and admissions against the event's log.

@@ -687,13 +687,7 @@ struct Rejoin {
 
 /// Joining again answers the same ticket.
 async fn rejoin(crowd: &Crowd, fans: usize) -> anyhow::Result<Rejoin> {
-    let Crowd {
-        http,
-        base,
-        event,
-        tokens,
-        shared,
-    } = crowd;
+    let (base, event) = (&crowd.base, &crowd.event);
     let mut rejoin = Rejoin {
         ok: 0,
         tried: 0,
@@ -701,10 +695,11 @@ async fn rejoin(crowd: &Crowd, fans: usize) -> anyhow::Result<Rejoin> {
     };
     for i in (0..fans).step_by((fans / 10).max(1)).take(10) {
         rejoin.tried += 1;
-        let first = shared.fans[i].lock().expect("fan").ticket;
-        let res = http
+        let first = crowd.shared.fans[i].lock().expect("fan").ticket;
+        let res = crowd
+            .http
             .post(format!("{base}/events/{event}/queue/join"))
-            .bearer_auth(&tokens[i])
+            .bearer_auth(&crowd.tokens[i])
             .send()
             .await?;
         let status = res.status().as_u16();

@@ -642,8 +642,9 @@ fn paced_by(first: u64, max_rate: f64) -> String {
 /// rate is far above what the same target sustains on a fresh event, where most answers are
 /// `201`s, each a durable commit. Half of that whole rate overloaded the naive design's half-max
 /// phase (issue 17: 26 s of queueing). FrontRow's half max is paced the same way (its `201`s
-/// cost an append and a share of an fsync, its `409`s a decision in memory). Found by fixed-point iteration: `r = R(r * open_s) / 2`,
-/// `R(n)` the max phase's rate over its first `n` answers. Returns the rate and that `n`.
+/// cost an append and a share of an fsync, its `409`s a decision in memory). Found by
+/// fixed-point iteration: `r = R(r * open_s) / 2`, `R(n)` the max phase's rate over its first
+/// `n` answers. Returns the rate and that `n`.
 pub(crate) fn half_max_rate(timeline: &Timeline, max_rate: f64, open_s: f64) -> (f64, u64) {
     let mut rate = max_rate / 2.0;
     let mut first = 0;
